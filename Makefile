@@ -1,0 +1,38 @@
+# The two commands a new user runs (README): `make demo` and `make test`.
+# Each installs what is missing (scripts/bootstrap.sh), configures and
+# builds through the CMake presets, then runs.
+PRESET ?= release
+TEST_PRESET ?= dev
+DEMO_DIR ?= build/demo
+
+.PHONY: demo test build bootstrap asan tsan clean
+
+bootstrap:
+	@./scripts/bootstrap.sh
+
+build: bootstrap
+	cmake --preset $(PRESET) >/dev/null
+	cmake --build --preset $(PRESET)
+
+demo: bootstrap
+	cmake --preset release >/dev/null
+	cmake --build --preset release --target sluice
+	./scripts/demo.sh build/release/src/cli/sluice $(DEMO_DIR)
+
+test: bootstrap
+	cmake --preset $(TEST_PRESET) >/dev/null
+	cmake --build --preset $(TEST_PRESET)
+	ctest --preset $(TEST_PRESET)
+
+asan: bootstrap
+	cmake --preset asan >/dev/null
+	cmake --build --preset asan
+	ctest --preset asan
+
+tsan: bootstrap
+	cmake --preset tsan >/dev/null
+	cmake --build --preset tsan
+	ctest --preset tsan
+
+clean:
+	rm -rf build

@@ -1,0 +1,58 @@
+#include "base/file_util.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "tests/temp_dir.h"
+
+namespace sluice::detail {
+namespace {
+
+TEST(FileUtilTest, AtomicWriteLeavesNoTemporary) {
+  TempDir dir;
+  std::string path = dir.path() + "/x.json";
+  ASSERT_TRUE(write_file_atomic(path, "hello").ok());
+  auto data = read_file(path);
+  ASSERT_TRUE(data.ok());
+  EXPECT_EQ(*data, "hello");
+  int files = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir.path())) files += e.is_regular_file();
+  EXPECT_EQ(files, 1);
+}
+
+TEST(FileUtilTest, ReadMissingFileIsNotFound) {
+  auto r = read_file("/nonexistent/sluice/file");
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(r.status().message().find("/nonexistent/sluice/file"), std::string_view::npos);
+}
+
+TEST(FileUtilTest, ReadFolderIsInvalidArgument) {
+  TempDir dir;
+  auto r = read_file(dir.path());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(FileUtilTest, SizeLimitRefusesBeforeReading) {
+  TempDir dir;
+  std::string path = dir.path() + "/big";
+  ASSERT_TRUE(write_file_atomic(path, std::string(100, 'x')).ok());
+  EXPECT_EQ(read_file(path, 99).status().code(), StatusCode::kResourceExhausted);
+  EXPECT_TRUE(read_file(path, 100).ok());
+}
+
+TEST(FileUtilTest, PreadShortAtEnd) {
+  TempDir dir;
+  std::string path = dir.path() + "/f";
+  ASSERT_TRUE(write_file_atomic(path, "abcdef").ok());
+  auto f = File::open_read(path);
+  ASSERT_TRUE(f.ok());
+  char buf[8];
+  auto n = f->pread(4, buf, 8);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 2u);
+  EXPECT_EQ(std::string(buf, 2), "ef");
+}
+
+}  // namespace
+}  // namespace sluice::detail
