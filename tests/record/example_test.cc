@@ -1,1 +1,80 @@
 #include <gtest/gtest.h>
+
+#include <limits>
+
+#include "sluice/example.h"
+
+namespace sluice {
+namespace {
+
+Example sample() {
+  Example e;
+  e.features["image/encoded"] = Feature::of_bytes({std::string("\xff\xd8\x00\xff", 4)});
+  e.features["image/class/label"] = Feature::of_int64s({3, -1, std::numeric_limits<int64_t>::min()});
+  e.features["score"] = Feature::of_floats({0.5f, -2.25f, std::numeric_limits<float>::infinity()});
+  e.features["empty_bytes"] = Feature::of_bytes({});
+  e.features["none"] = Feature{};
+  return e;
+}
+
+TEST(ExampleTest, RoundTrip) {
+  Example e = sample();
+  Example back;
+  ASSERT_TRUE(decode_example(encode_example(e), &back).ok());
+  EXPECT_EQ(back, e);
+}
+
+TEST(ExampleTest, EncodingIsDeterministicAndKeyOrdered) {
+  std::string a = encode_example(sample());
+  EXPECT_EQ(a, encode_example(sample()));
+  // Keys appear in sorted order in the wire bytes.
+  EXPECT_LT(a.find("empty_bytes"), a.find("image/class/label"));
+  EXPECT_LT(a.find("image/encoded"), a.find("score"));
+}
+
+TEST(ExampleTest, WireBytesOfAKnownExample) {
+  // Example{features{feature{key:"a" value{int64_list{value:[1]}}}}}, as
+  // TensorFlow serialises it (packed int64 list).
+  Example e;
+  e.features["a"] = Feature::of_int64s({1});
+  std::string expected("\x0a\x0c\x0a\x0a\x0a\x01" "a" "\x12\x05\x1a\x03\x0a\x01\x01", 14);
+  EXPECT_EQ(encode_example(e), expected);
+}
+
+TEST(ExampleTest, NotAnExampleIsDataLoss) {
+  Example e;
+  EXPECT_EQ(decode_example("\xff\xff\xff", &e).code(), StatusCode::kDataLoss);
+  // A valid protobuf with a field Example does not have (field 2).
+  EXPECT_EQ(decode_example(std::string("\x12\x01x", 3), &e).code(), StatusCode::kDataLoss);
+  EXPECT_TRUE(decode_example("", &e).ok());  // the empty Example
+  EXPECT_TRUE(e.features.empty());
+}
+
+TEST(ExampleTest, ClassifiesPayloads) {
+  EXPECT_EQ(classify_payload(encode_example(sample())), PayloadKind::kExample);
+  Event ev;
+  ev.wall_time = 1.5;
+  ev.file_version = "brain.Event:2";
+  EXPECT_EQ(classify_payload(encode_event(ev)), PayloadKind::kEvent);
+  EXPECT_EQ(classify_payload("\xff\xff"), PayloadKind::kOther);
+}
+
+TEST(EventTest, ScalarRoundTrip) {
+  Event ev;
+  ev.wall_time = 1234.5;
+  ev.step = 42;
+  ev.values.push_back({"loss", "simple_value", 0.25f, "scalars"});
+  Event back;
+  ASSERT_TRUE(decode_event(encode_event(ev), &back).ok());
+  EXPECT_EQ(back.kind, "summary");
+  EXPECT_EQ(back.step, 42);
+  EXPECT_DOUBLE_EQ(back.wall_time, 1234.5);
+  ASSERT_EQ(back.values.size(), 1u);
+  EXPECT_EQ(back.values[0].tag, "loss");
+  EXPECT_EQ(back.values[0].kind, "simple_value");
+  EXPECT_EQ(back.values[0].simple_value, 0.25f);
+  EXPECT_EQ(back.values[0].plugin_name, "scalars");
+}
+
+}  // namespace
+}  // namespace sluice

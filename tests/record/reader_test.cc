@@ -1,1 +1,204 @@
+// Reading: framing, clean end, and each kind of damage (after leveldb's
+// log_test: flip a byte, re-sign a CRC, truncate).
 #include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+#include "tests/record/record_test_util.h"
+#include "tests/temp_dir.h"
+
+namespace sluice {
+namespace {
+
+class ReaderTest : public ::testing::Test {
+ protected:
+  std::string file(const std::string& name) { return dir_.path() + "/" + name; }
+  TempDir dir_;
+};
+
+TEST_F(ReaderTest, EmptyFileHasNoRecords) {
+  std::string p = write_records(file("e.tfrecord"), {});
+  Status s;
+  EXPECT_TRUE(read_all(p, &s).empty());
+  EXPECT_EQ(s.code(), StatusCode::kOutOfRange);
+}
+
+TEST_F(ReaderTest, RoundTripSizesAcrossBufferBoundaries) {
+  std::mt19937 rng(1234);
+  std::vector<std::string> recs;
+  // Empty, tiny, around the 1 MiB buffer, and larger than it.
+  for (size_t n : {size_t{0}, size_t{1}, size_t{100}, size_t{(1 << 20) - 16}, size_t{(1 << 20) - 3},
+                   size_t{1 << 20}, size_t{3 << 20}, size_t{7}}) {
+    std::string r(n, '\0');
+    for (char& c : r) c = static_cast<char>(rng());
+    recs.push_back(r);
+  }
+  for (Compression c : {Compression::kNone, Compression::kGzip, Compression::kZlib}) {
+    std::string p = write_records(file("r" + std::string(compression_name(c))), recs, c);
+    Status s;
+    RecordReaderOptions ro;
+    ro.buffer_bytes = 4096;  // force many refills
+    auto got = read_all(p, &s, ro);
+    EXPECT_EQ(s.code(), StatusCode::kOutOfRange) << s.to_string();
+    EXPECT_EQ(got, recs) << compression_name(c);
+    auto detected = detect_compression(p);
+    ASSERT_TRUE(detected.ok());
+    EXPECT_EQ(*detected, c);
+  }
+}
+
+TEST_F(ReaderTest, OffsetsAndPositions) {
+  std::string p = write_records(file("o.tfrecord"), {"a", "bcd", ""});
+  auto r = RecordReader::open(p);
+  ASSERT_TRUE(r.ok());
+  std::string_view rec;
+  std::vector<uint64_t> offsets;
+  while ((*r)->next(&rec).ok()) offsets.push_back((*r)->record_offset());
+  EXPECT_EQ(offsets, (std::vector<uint64_t>{0, 17, 36}));
+  EXPECT_EQ((*r)->position(), 52u);
+}
+
+TEST_F(ReaderTest, DataCrcMismatchIsReportedAndReadingGoesOn) {
+  std::string p = write_records(file("d.tfrecord"), {"hello", "world", "again"});
+  std::string bytes = slurp(p);
+  bytes[21 + 12] ^= 0x01;  // first byte of record 1's data
+  spit(p, bytes);
+  auto r = RecordReader::open(p);
+  ASSERT_TRUE(r.ok());
+  std::string_view rec;
+  ASSERT_TRUE((*r)->next(&rec).ok());
+  EXPECT_EQ(rec, "hello");
+  Status s = (*r)->next(&rec);
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find("d.tfrecord: offset 21: data CRC mismatch"), std::string_view::npos)
+      << s.message();
+  ASSERT_TRUE((*r)->next(&rec).ok());
+  EXPECT_EQ(rec, "again");
+}
+
+TEST_F(ReaderTest, DataCrcCheckCanBeSkippedForBenchmarks) {
+  std::string p = write_records(file("d.tfrecord"), {"hello"});
+  std::string bytes = slurp(p);
+  bytes[12] ^= 0x01;
+  spit(p, bytes);
+  RecordReaderOptions ro;
+  ro.verify_data_crc = false;
+  Status s;
+  EXPECT_EQ(read_all(p, &s, ro).size(), 1u);
+}
+
+TEST_F(ReaderTest, LengthCrcMismatchIsFinal) {
+  std::string p = write_records(file("l.tfrecord"), {"hello", "world"});
+  std::string bytes = slurp(p);
+  bytes[8] ^= 0x40;  // the length CRC itself
+  spit(p, bytes);
+  auto r = RecordReader::open(p);
+  ASSERT_TRUE(r.ok());
+  std::string_view rec;
+  Status s = (*r)->next(&rec);
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find("offset 0: length CRC mismatch"), std::string_view::npos);
+  EXPECT_EQ((*r)->next(&rec), s);  // sticky
+}
+
+TEST_F(ReaderTest, ResignedHugeLengthIsTruncationWithoutAllocation) {
+  std::string p = write_records(file("h.tfrecord"), {"hello"});
+  std::string bytes = slurp(p);
+  uint64_t huge = uint64_t{1} << 40;  // 1 TiB, with a valid length CRC
+  std::memcpy(bytes.data(), &huge, 8);
+  uint32_t crc = mask_crc(crc32c(std::string_view(bytes.data(), 8)));
+  std::memcpy(bytes.data() + 8, &crc, 4);
+  spit(p, bytes);
+  RecordReaderOptions ro;
+  ro.max_record_bytes = uint64_t{1} << 62;
+  Status s;
+  read_all(p, &s, ro);
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find("truncated record: header says 1099511627776 data bytes"),
+            std::string_view::npos)
+      << s.message();
+}
+
+TEST_F(ReaderTest, LengthOverLimitIsResourceExhausted) {
+  std::string p = write_records(file("big.tfrecord"), {std::string(1000, 'x')});
+  RecordReaderOptions ro;
+  ro.max_record_bytes = 999;
+  Status s;
+  read_all(p, &s, ro);
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
+}
+
+TEST_F(ReaderTest, TruncationAtEveryLengthIsDataLossOrCleanEnd) {
+  std::string p = write_records(file("t.tfrecord"), {"hello", "world"});
+  std::string bytes = slurp(p);
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    spit(p, bytes.substr(0, n));
+    Status s;
+    auto got = read_all(p, &s);
+    bool boundary = n == 0 || n == 21;
+    EXPECT_EQ(s.code(), boundary ? StatusCode::kOutOfRange : StatusCode::kDataLoss) << n;
+    EXPECT_EQ(got.size(), n >= 21 ? 1u : 0u) << n;
+    if (!boundary) {
+      EXPECT_NE(s.message().find("truncated"), std::string_view::npos) << s.message();
+    }
+  }
+}
+
+TEST_F(ReaderTest, TruncatedGzipStreamIsDataLoss) {
+  std::vector<std::string> recs(50, std::string(1000, 'q'));
+  std::string p = write_records(file("t.gz"), recs, Compression::kGzip);
+  std::string bytes = slurp(p);
+  spit(p, bytes.substr(0, bytes.size() - 10));  // cut into the trailer
+  Status s;
+  read_all(p, &s);
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss) << s.to_string();
+}
+
+TEST_F(ReaderTest, CorruptGzipStreamIsDataLoss) {
+  std::vector<std::string> recs;
+  std::mt19937 rng(7);
+  for (int i = 0; i < 20; ++i) {
+    std::string r(500, '\0');
+    for (char& c : r) c = static_cast<char>('a' + rng() % 4);
+    recs.push_back(r);
+  }
+  std::string p = write_records(file("c.gz"), recs, Compression::kGzip);
+  std::string bytes = slurp(p);
+  bytes[bytes.size() / 2] ^= 0x55;
+  spit(p, bytes);
+  Status s;
+  read_all(p, &s);
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss) << s.to_string();
+}
+
+TEST_F(ReaderTest, ConcatenatedGzipMembersReadAsOneStream) {
+  std::string a = slurp(write_records(file("a.gz"), {"one", "two"}, Compression::kGzip));
+  std::string b = slurp(write_records(file("b.gz"), {"three"}, Compression::kGzip));
+  spit(file("ab.gz"), a + b);
+  Status s;
+  EXPECT_EQ(read_all(file("ab.gz"), &s), (std::vector<std::string>{"one", "two", "three"}));
+  EXPECT_EQ(s.code(), StatusCode::kOutOfRange);
+}
+
+TEST_F(ReaderTest, MissingFileAndFolderAreClear) {
+  Status s;
+  read_all(file("nope.tfrecord"), &s);
+  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+  EXPECT_NE(s.message().find("nope.tfrecord"), std::string_view::npos);
+  read_all(dir_.path(), &s);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(ReaderTest, PlainRecordWithZlibLookingLengthIsPlain) {
+  // Length 40056 = bytes 78 9c ...: a valid zlib header, but a valid record.
+  std::string p = write_records(file("z.tfrecord"), {std::string(40056, 'z')});
+  auto c = detect_compression(p);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(*c, Compression::kNone);
+  Status s;
+  EXPECT_EQ(read_all(p, &s).size(), 1u);
+}
+
+}  // namespace
+}  // namespace sluice
