@@ -83,6 +83,10 @@ class RecordReader {
   // return the same status.
   virtual Status next(std::string_view* record) = 0;
 
+  // True once the reader hit an error it cannot read past (every error but
+  // a data CRC mismatch).
+  virtual bool stuck() const = 0;
+
   // Offset of the last record returned (or failed), in the uncompressed
   // stream: a byte offset in the file for uncompressed files.
   virtual uint64_t record_offset() const = 0;

@@ -87,6 +87,7 @@ class StreamRecordReader final : public RecordReader {
     return Status();
   }
 
+  bool stuck() const override { return !sticky_.ok(); }
   uint64_t record_offset() const override { return record_offset_; }
   uint64_t position() const override { return pos_; }
   const std::string& path() const override { return path_; }

@@ -1,0 +1,378 @@
+// convert: images -> shards. Workers read, check and (optionally) re-encode
+// images and encode Examples in parallel; the calling thread writes records
+// strictly in input order, so the bytes do not depend on the worker count.
+// At most `window` prepared records wait at once, which bounds memory.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <regex>
+#include <thread>
+
+#include "base/file_util.h"
+#include "sluice/dataset.h"
+
+namespace sluice {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr uint64_t kMaxImageFileBytes = uint64_t{1} << 30;
+
+// splitmix64: a tiny, well-mixed generator whose output is fixed by its
+// seed on every platform (std::shuffle's algorithm is not).
+struct SplitMix {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+};
+
+std::vector<size_t> input_order(size_t n, bool shuffle, uint64_t seed) {
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  if (!shuffle) return order;
+  SplitMix rng{seed ^ 0x736c75696365ull};  // "sluice"
+  for (size_t i = n; i > 1; --i) std::swap(order[i - 1], order[rng.next() % i]);
+  return order;
+}
+
+// One prepared sample: the encoded Example, or why there is none.
+struct Prepared {
+  Status status;
+  std::string record;
+  uint64_t bytes_in = 0;
+  bool resized = false;
+};
+
+Prepared prepare(const SourceItem& item, const std::vector<std::string>& classes,
+                 const ConvertOptions& options) {
+  Prepared p;
+  auto bytes = detail::read_file(item.path, kMaxImageFileBytes);
+  if (!bytes.ok()) {
+    p.status = bytes.status();
+    return p;
+  }
+  p.bytes_in = bytes->size();
+  if (bytes->empty()) {
+    p.status = data_loss_error(item.path + ": empty file");
+    return p;
+  }
+  auto info = options.check_decode ? check_image(*bytes, options.max_pixels)
+                                   : probe_image(*bytes, options.max_pixels);
+  if (!info.ok()) {
+    p.status = info.status().with_prefix(item.path);
+    return p;
+  }
+  std::string encoded = std::move(bytes).value();
+  ImageFormat format = info->format;
+  int width = info->width, height = info->height;
+  int channels = info->components == 1 ? 1 : 3;
+  if (options.max_side > 0 && std::max(width, height) > options.max_side) {
+    auto image = decode_image(encoded, DecodeOptions{.max_pixels = options.max_pixels});
+    if (!image.ok()) {
+      p.status = image.status().with_prefix(item.path);
+      return p;
+    }
+    double s = static_cast<double>(options.max_side) / std::max(width, height);
+    int w = std::max(1, static_cast<int>(std::lround(width * s)));
+    int h = std::max(1, static_cast<int>(std::lround(height * s)));
+    auto jpeg = encode_jpeg(resize_image(*image, w, h), options.quality);
+    if (!jpeg.ok()) {
+      p.status = jpeg.status().with_prefix(item.path);
+      return p;
+    }
+    encoded = std::move(jpeg).value();
+    format = ImageFormat::kJpeg;
+    width = w;
+    height = h;
+    channels = 3;
+    p.resized = true;
+  }
+  Example e;
+  e.features["image/encoded"] = Feature::of_bytes({std::move(encoded)});
+  e.features["image/format"] = Feature::of_bytes({std::string(image_format_name(format))});
+  e.features["image/class/label"] = Feature::of_int64s({item.label});
+  e.features["image/class/text"] = Feature::of_bytes({classes.at(static_cast<size_t>(item.label))});
+  e.features["image/height"] = Feature::of_int64s({height});
+  e.features["image/width"] = Feature::of_int64s({width});
+  e.features["image/channels"] = Feature::of_int64s({channels});
+  e.features["image/filename"] = Feature::of_bytes({item.key});
+  p.record = encode_example(e);
+  return p;
+}
+
+// The ordered hand-off between workers and the writer: slot k holds the
+// result for position k once ready. Workers claim positions in order and
+// wait while they are more than `window` ahead of the writer.
+class ReorderBuffer {
+ public:
+  ReorderBuffer(size_t n, size_t window) : n_(n), results_(window), window_(window) {}
+
+  // Returns the next position to prepare, or nullopt when done/stopped.
+  std::optional<size_t> claim(std::stop_token st) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, st, [&] { return next_ >= n_ || next_ < consumed_ + window_; });
+    if (st.stop_requested() || next_ >= n_) return std::nullopt;
+    return next_++;
+  }
+
+  void put(size_t k, Prepared p) {
+    {
+      std::lock_guard lock(mu_);
+      results_[k % window_] = std::move(p);
+    }
+    cv_.notify_all();
+  }
+
+  Prepared take(size_t k) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return results_[k % window_].has_value(); });
+    Prepared p = std::move(*results_[k % window_]);
+    results_[k % window_].reset();
+    consumed_ = k + 1;
+    lock.unlock();
+    cv_.notify_all();
+    return p;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable_any cv_;
+  const size_t n_;
+  // A ring: position k lives in slot k % window_; claim() keeps workers
+  // within window_ of the writer, so slots never collide.
+  std::vector<std::optional<Prepared>> results_;  // guarded by mu_
+  size_t next_ = 0;                               // guarded by mu_
+  size_t consumed_ = 0;                           // guarded by mu_
+  size_t window_;
+};
+
+// Shards being written under temporary names (".split-00003.partial");
+// renamed to their final `-of-N` names only once every shard is done.
+class ShardSet {
+ public:
+  ShardSet(std::string dir, std::string split, const ConvertOptions& options)
+      : dir_(std::move(dir)), split_(std::move(split)), options_(options) {}
+  ~ShardSet() {
+    writer_.reset();
+    for (const Shard& s : shards_) {
+      std::error_code ec;
+      if (!finished_) fs::remove(s.partial, ec);
+    }
+  }
+
+  Status write(size_t position, size_t total, std::string_view record) {
+    size_t want = current_shard(position, total, record.size());
+    while (shards_.empty() || shards_.size() - 1 < want) SLUICE_RETURN_IF_ERROR(open_next());
+    SLUICE_ASSIGN_OR_RETURN(uint64_t offset, writer_->write(record));
+    shards_.back().index.push_back({offset, framed_size(record.size())});
+    return Status();
+  }
+
+  // Closes the last shard (opening empty ones up to `shards` if fixed),
+  // renames all into place and writes their indexes.
+  Result<std::vector<ShardInfo>> finish() {
+    size_t want = options_.shards > 0 ? static_cast<size_t>(options_.shards) : std::max<size_t>(1, shards_.size());
+    while (shards_.size() < want) SLUICE_RETURN_IF_ERROR(open_next());
+    if (writer_) SLUICE_RETURN_IF_ERROR(writer_->close());
+    writer_.reset();
+    std::vector<ShardInfo> out;
+    size_t n = shards_.size();
+    for (size_t i = 0; i < n; ++i) {
+      ShardInfo info;
+      info.file = fmt::format("{}-{:05d}-of-{:05d}.tfrecord", split_, i, n);
+      info.index = fmt::format("{}-{:05d}-of-{:05d}.idx", split_, i, n);
+      info.records = shards_[i].index.size();
+      std::string final_path = (fs::path(dir_) / info.file).string();
+      SLUICE_ASSIGN_OR_RETURN(std::string bytes, detail::read_file(shards_[i].partial, uint64_t{1} << 40));
+      info.bytes = bytes.size();
+      info.crc32c = crc32c(bytes);
+      SLUICE_RETURN_IF_ERROR(write_index((fs::path(dir_) / info.index).string(), shards_[i].index));
+      if (::rename(shards_[i].partial.c_str(), final_path.c_str()) != 0) {
+        return errno_error(final_path, "rename into place", errno);
+      }
+      out.push_back(std::move(info));
+    }
+    finished_ = true;
+    SLUICE_RETURN_IF_ERROR(detail::sync_parent_dir((fs::path(dir_) / "x").string()));
+    return out;
+  }
+
+ private:
+  struct Shard {
+    std::string partial;
+    std::vector<IndexEntry> index;
+  };
+
+  size_t current_shard(size_t position, size_t total, size_t record_bytes) const {
+    if (options_.shards > 0) return position * static_cast<size_t>(options_.shards) / total;
+    if (shards_.empty()) return 0;
+    bool full = !shards_.back().index.empty() &&
+                writer_->position() + framed_size(record_bytes) > options_.shard_bytes;
+    return shards_.size() - 1 + (full ? 1 : 0);
+  }
+
+  Status open_next() {
+    if (writer_) SLUICE_RETURN_IF_ERROR(writer_->close());
+    Shard s;
+    s.partial = (fs::path(dir_) / fmt::format(".{}-{:05d}.partial", split_, shards_.size())).string();
+    RecordWriterOptions wo;
+    wo.compression = options_.compression;
+    SLUICE_ASSIGN_OR_RETURN(writer_, RecordWriter::create(s.partial, wo));
+    shards_.push_back(std::move(s));
+    return Status();
+  }
+
+  std::string dir_;
+  std::string split_;
+  const ConvertOptions& options_;
+  std::vector<Shard> shards_;
+  std::unique_ptr<RecordWriter> writer_;
+  bool finished_ = false;
+};
+
+Status validate(const ConvertOptions& o) {
+  static const std::regex kSplit("[A-Za-z0-9_.]+");
+  if (!std::regex_match(o.split, kSplit)) {
+    return invalid_argument_error("split name '" + o.split + "' may use only letters, digits, '_' and '.'");
+  }
+  if (o.shards < 0) return invalid_argument_error("--shards must be 0 or more");
+  if (o.shards == 0 && o.shard_bytes == 0) return invalid_argument_error("--shard-size must be above 0");
+  if (o.workers < 0) return invalid_argument_error("--workers must be 0 (one per core) or more");
+  if (o.max_side < 0) return invalid_argument_error("--max-side must be 0 (off) or more");
+  if (o.quality < 1 || o.quality > 100) return invalid_argument_error("--quality must be within 1..100");
+  if (o.compression == Compression::kAuto) return invalid_argument_error("--compression must be none, gzip or zlib");
+  return Status();
+}
+
+// Removes this split's shards from an earlier conversion that the new one
+// did not overwrite (a different shard count leaves differently named files).
+void remove_stale_shards(const std::string& dir, const std::string& split,
+                         const std::vector<ShardInfo>& keep) {
+  std::regex pattern(std::regex_replace(split, std::regex(R"([.])"), R"(\.)") +
+                     R"(-\d{5}-of-\d{5}\.(tfrecord|idx))");
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::string name = e.path().filename().string();
+    if (!std::regex_match(name, pattern)) continue;
+    bool kept = std::any_of(keep.begin(), keep.end(),
+                            [&](const ShardInfo& s) { return s.file == name || s.index == name; });
+    if (!kept) fs::remove(e.path(), ec);
+  }
+}
+
+}  // namespace
+
+Result<ConvertReport> convert_images(const std::string& src, const std::string& out_dir,
+                                     const ConvertOptions& options) {
+  SLUICE_RETURN_IF_ERROR(validate(options));
+  auto t0 = Clock::now();
+  std::error_code ec;
+  DatasetManifest manifest;
+  bool have_manifest = fs::exists(fs::path(out_dir) / kManifestName, ec);
+  if (have_manifest) SLUICE_ASSIGN_OR_RETURN(manifest, read_manifest(out_dir));
+  std::vector<std::string> classes = !options.classes.empty() ? options.classes : manifest.classes;
+
+  SourceList source;
+  if (!fs::exists(src, ec)) return not_found_error(src + ": no such file or folder");
+  if (fs::is_directory(src, ec)) {
+    SLUICE_ASSIGN_OR_RETURN(source, list_image_folder(src, classes));
+  } else {
+    SLUICE_ASSIGN_OR_RETURN(source, read_list_file(src, classes));
+  }
+  if (have_manifest && !manifest.classes.empty() && source.classes != manifest.classes) {
+    return invalid_argument_error(fmt::format("{}: its class list differs from the one in {}/{}", src,
+                                              out_dir, kManifestName));
+  }
+  fs::create_directories(out_dir, ec);
+  if (ec) return errno_error(out_dir, "cannot create folder", ec.value());
+
+  const size_t n = source.items.size();
+  std::vector<size_t> order = input_order(n, options.shuffle, options.seed);
+  size_t workers = options.workers > 0 ? static_cast<size_t>(options.workers)
+                                       : std::max(1u, std::thread::hardware_concurrency());
+  ReorderBuffer buffer(n, 4 * workers + 8);
+  ConvertReport report;
+  report.classes = source.classes;
+  report.ignored = source.ignored;
+  report.images = n;
+
+  ShardSet shards(out_dir, options.split, options);
+  Status failure;
+  {
+    std::vector<std::jthread> pool;
+    for (size_t w = 0; w < workers; ++w) {
+      pool.emplace_back([&](std::stop_token st) {
+        while (auto k = buffer.claim(st)) {
+          buffer.put(*k, prepare(source.items[order[*k]], source.classes, options));
+        }
+      });
+    }
+    ConvertProgress progress;
+    progress.total = n;
+    auto last_report = Clock::now();
+    for (size_t k = 0; k < n; ++k) {
+      Prepared p = buffer.take(k);
+      report.bytes_in += p.bytes_in;
+      if (!p.status.ok()) {
+        const std::string& file = source.items[order[k]].path;
+        std::string reason(p.status.message());
+        if (options.on_error == ErrorPolicy::kFail) {
+          failure = p.status;
+          break;
+        }
+        if (options.on_error == ErrorPolicy::kWarn && options.warn) options.warn(file, reason);
+        report.skipped.emplace_back(file, reason);
+      } else {
+        report.resized += p.resized;
+        failure = shards.write(k, n, p.record);
+        if (!failure.ok()) break;
+        ++report.written;
+      }
+      progress.done = k + 1;
+      progress.written = report.written;
+      progress.skipped = report.skipped.size();
+      progress.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+      if (options.progress && (k + 1 == n || Clock::now() - last_report > std::chrono::milliseconds(100))) {
+        last_report = Clock::now();
+        options.progress(progress);
+      }
+    }
+    // Shutdown order: request stop, then the jthreads join as `pool` dies,
+    // before `buffer` (declared earlier) is destroyed.
+    for (auto& t : pool) t.request_stop();
+  }
+  if (!failure.ok()) return failure;
+  if (report.written == 0) {
+    return data_loss_error(src + ": no image could be converted (" + std::to_string(report.skipped.size()) +
+                           " bad files)");
+  }
+  SLUICE_ASSIGN_OR_RETURN(report.shards, shards.finish());
+  remove_stale_shards(out_dir, options.split, report.shards);
+
+  SplitInfo split;
+  split.compression = options.compression;
+  split.records = report.written;
+  split.shards = report.shards;
+  split.skipped = report.skipped;
+  split.command = options.command;
+  split.created_by = "sluice " SLUICE_VERSION;
+  for (const ShardInfo& s : report.shards) report.bytes_out += s.bytes;
+  manifest.keys = tensorflow_feature_keys();
+  manifest.classes = source.classes;
+  manifest.splits[options.split] = std::move(split);
+  SLUICE_RETURN_IF_ERROR(write_manifest(out_dir, manifest));  // last: the dataset is now whole
+  report.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return report;
+}
+
+}  // namespace sluice

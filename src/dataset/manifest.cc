@@ -1,0 +1,187 @@
+// dataset.json: read, validate, write. The format is in docs/formats.md.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "base/file_util.h"
+#include "sluice/dataset.h"
+
+namespace sluice {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+constexpr const char* kFormatTag = "sluice-dataset";
+constexpr uint64_t kMaxManifestBytes = uint64_t{256} << 20;
+
+json keys_to_json(const FeatureKeys& k) {
+  return json{{"image", k.image}, {"format", k.format}, {"label", k.label},
+              {"height", k.height}, {"width", k.width}, {"key", k.key}};
+}
+
+// Reads a required field of the expected JSON type, or explains which one
+// is missing or wrong.
+template <typename T>
+Status get(const json& j, const char* field, T* out, std::string_view where) {
+  auto it = j.find(field);
+  if (it == j.end()) return data_loss_error(fmt::format("{}: missing field '{}'", where, field));
+  try {
+    *out = it->template get<T>();
+  } catch (const json::exception&) {
+    return data_loss_error(fmt::format("{}: field '{}' has the wrong type", where, field));
+  }
+  return Status();
+}
+
+Status keys_from_json(const json& j, FeatureKeys* k, std::string_view where) {
+  SLUICE_RETURN_IF_ERROR(get(j, "image", &k->image, where));
+  SLUICE_RETURN_IF_ERROR(get(j, "format", &k->format, where));
+  SLUICE_RETURN_IF_ERROR(get(j, "label", &k->label, where));
+  SLUICE_RETURN_IF_ERROR(get(j, "height", &k->height, where));
+  SLUICE_RETURN_IF_ERROR(get(j, "width", &k->width, where));
+  SLUICE_RETURN_IF_ERROR(get(j, "key", &k->key, where));
+  return Status();
+}
+
+Status shard_from_json(const json& j, ShardInfo* s, std::string_view where) {
+  SLUICE_RETURN_IF_ERROR(get(j, "file", &s->file, where));
+  SLUICE_RETURN_IF_ERROR(get(j, "index", &s->index, where));
+  SLUICE_RETURN_IF_ERROR(get(j, "records", &s->records, where));
+  SLUICE_RETURN_IF_ERROR(get(j, "bytes", &s->bytes, where));
+  std::string crc;
+  SLUICE_RETURN_IF_ERROR(get(j, "crc32c", &crc, where));
+  unsigned long v = 0;
+  size_t used = 0;
+  try {
+    v = std::stoul(crc, &used, 16);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != crc.size() || v > 0xffffffffu) {
+    return data_loss_error(fmt::format("{}: crc32c '{}' is not 8 hex digits", where, crc));
+  }
+  s->crc32c = static_cast<uint32_t>(v);
+  // Shard names must stay inside the dataset folder.
+  for (const std::string* name : {&s->file, &s->index}) {
+    std::filesystem::path p(*name);
+    if (p.is_absolute() || name->find("..") != std::string::npos || name->empty()) {
+      return data_loss_error(fmt::format("{}: shard path '{}' leaves the dataset folder", where, *name));
+    }
+  }
+  return Status();
+}
+
+Status split_from_json(const json& j, SplitInfo* s, std::string_view where) {
+  std::string compression;
+  SLUICE_RETURN_IF_ERROR(get(j, "compression", &compression, where));
+  auto c = parse_compression(compression);
+  if (!c.ok() || *c == Compression::kAuto) {
+    return data_loss_error(fmt::format("{}: unknown compression '{}'", where, compression));
+  }
+  s->compression = *c;
+  SLUICE_RETURN_IF_ERROR(get(j, "records", &s->records, where));
+  auto shards = j.find("shards");
+  if (shards == j.end() || !shards->is_array()) {
+    return data_loss_error(fmt::format("{}: missing array 'shards'", where));
+  }
+  uint64_t total = 0;
+  for (size_t i = 0; i < shards->size(); ++i) {
+    ShardInfo info;
+    SLUICE_RETURN_IF_ERROR(shard_from_json((*shards)[i], &info, fmt::format("{}: shard {}", where, i)));
+    total += info.records;
+    s->shards.push_back(std::move(info));
+  }
+  if (total != s->records) {
+    return data_loss_error(fmt::format("{}: shards hold {} records but the split says {}", where,
+                                       total, s->records));
+  }
+  if (auto sk = j.find("skipped"); sk != j.end() && sk->is_array()) {
+    for (const json& e : *sk) {
+      if (e.is_object() && e.contains("file") && e.contains("reason") && e["file"].is_string() &&
+          e["reason"].is_string()) {
+        s->skipped.emplace_back(e["file"].get<std::string>(), e["reason"].get<std::string>());
+      }
+    }
+  }
+  if (auto m = j.find("command"); m != j.end() && m->is_string()) s->command = *m;
+  if (auto m = j.find("created_by"); m != j.end() && m->is_string()) s->created_by = *m;
+  return Status();
+}
+
+}  // namespace
+
+Result<DatasetManifest> parse_manifest(std::string_view text, std::string_view name) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return data_loss_error(fmt::format("{}: not valid JSON", name));
+  }
+  std::string tag;
+  SLUICE_RETURN_IF_ERROR(get(j, "format", &tag, name));
+  if (tag != kFormatTag) {
+    return data_loss_error(fmt::format("{}: format is '{}', expected '{}'", name, tag, kFormatTag));
+  }
+  int version = 0;
+  SLUICE_RETURN_IF_ERROR(get(j, "version", &version, name));
+  if (version != DatasetManifest::kVersion) {
+    return unimplemented_error(fmt::format("{}: manifest version {} (this sluice reads version {})",
+                                           name, version, DatasetManifest::kVersion));
+  }
+  DatasetManifest m;
+  auto keys = j.find("keys");
+  if (keys == j.end() || !keys->is_object()) {
+    return data_loss_error(fmt::format("{}: missing object 'keys'", name));
+  }
+  SLUICE_RETURN_IF_ERROR(keys_from_json(*keys, &m.keys, fmt::format("{}: keys", name)));
+  SLUICE_RETURN_IF_ERROR(get(j, "classes", &m.classes, name));
+  auto splits = j.find("splits");
+  if (splits == j.end() || !splits->is_object()) {
+    return data_loss_error(fmt::format("{}: missing object 'splits'", name));
+  }
+  for (const auto& [split, value] : splits->items()) {
+    if (!value.is_object()) return data_loss_error(fmt::format("{}: split '{}' is not an object", name, split));
+    SLUICE_RETURN_IF_ERROR(split_from_json(value, &m.splits[split], fmt::format("{}: split '{}'", name, split)));
+  }
+  return m;
+}
+
+std::string format_manifest(const DatasetManifest& m) {
+  json j;
+  j["format"] = kFormatTag;
+  j["version"] = DatasetManifest::kVersion;
+  j["keys"] = keys_to_json(m.keys);
+  j["classes"] = m.classes;
+  json splits = json::object();
+  for (const auto& [name, s] : m.splits) {
+    json shards = json::array();
+    for (const ShardInfo& sh : s.shards) {
+      shards.push_back(json{{"file", sh.file}, {"index", sh.index}, {"records", sh.records},
+                            {"bytes", sh.bytes}, {"crc32c", fmt::format("{:08x}", sh.crc32c)}});
+    }
+    json skipped = json::array();
+    for (const auto& [file, reason] : s.skipped) skipped.push_back(json{{"file", file}, {"reason", reason}});
+    splits[name] = json{{"compression", std::string(compression_name(s.compression))},
+                        {"records", s.records},
+                        {"shards", shards},
+                        {"skipped", skipped},
+                        {"command", s.command},
+                        {"created_by", s.created_by}};
+  }
+  j["splits"] = splits;
+  return j.dump(2) + "\n";
+}
+
+Result<DatasetManifest> read_manifest(const std::string& dir_or_file) {
+  std::string path = dir_or_file;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) path = (std::filesystem::path(path) / kManifestName).string();
+  SLUICE_ASSIGN_OR_RETURN(std::string text, detail::read_file(path, kMaxManifestBytes));
+  return parse_manifest(text, path);
+}
+
+Status write_manifest(const std::string& dir, const DatasetManifest& manifest) {
+  return detail::write_file_atomic((std::filesystem::path(dir) / kManifestName).string(),
+                                   format_manifest(manifest));
+}
+
+}  // namespace sluice
