@@ -47,9 +47,16 @@ struct ImageInfo {
   // JPEG: "4:4:4", "4:2:2", "4:2:0", "4:4:0", "4:1:1", "gray" or "other";
   // PNG: "" .
   std::string subsampling;
+  // JPEG: each component's sampling factors "HxV", joined by commas, e.g.
+  // "2x2,1x1,1x1" (what "other" above hides); PNG: "".
+  std::string sampling_factors;
   // JPEG Adobe APP14 transform (-1 = no APP14 marker): with 4 components,
   // 2 means YCCK, otherwise CMYK.
   int adobe_transform = -1;
+  // JPEG: n of the SOFn frame marker: 0 baseline, 1 extended sequential,
+  // 2 progressive, 3 lossless, 9-11 their arithmetic-coded twins; 5-7 and
+  // 13-15 (hierarchical) are reported but not decoded. PNG: -1.
+  int jpeg_sof = -1;
 };
 
 // Reads the header: JPEG markers up to the first SOF (the scan data is not
@@ -97,7 +104,9 @@ Result<std::string> encode_jpeg(const Image& image, int quality);
 Result<std::string> encode_png(const Image& image);
 
 // Resizes to width x height: area averaging when shrinking (no aliasing),
-// bilinear when enlarging. Deterministic for the same input.
+// bilinear when enlarging. Deterministic for the same input. Needs width,
+// height > 0 and a well-formed 1- or 3-channel image; otherwise (or if
+// OpenCV cannot allocate its scratch) returns an empty Image.
 Image resize_image(const Image& image, int width, int height);
 
 // Renders one image of a learnable synthetic dataset: class `label` of
@@ -105,7 +114,8 @@ Image resize_image(const Image& image, int width, int height);
 // stripes, checks, diamond, dots, star, ... cycling for more than 10
 // classes) and a colour family; `seed` and `index` decide everything else
 // (position, size, rotation, colours, background texture, noise). Pure: the
-// same arguments give the same pixels. RGB, width x height.
+// same arguments give the same pixels. RGB, width x height (an empty Image
+// when either is not positive).
 Image render_synthetic_image(int label, int num_classes, uint64_t seed, uint64_t index, int width,
                              int height);
 
