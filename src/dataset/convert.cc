@@ -279,7 +279,9 @@ Result<ConvertReport> convert_images(const std::string& src, const std::string& 
   std::error_code ec;
   DatasetManifest manifest;
   bool have_manifest = fs::exists(fs::path(out_dir) / kManifestName, ec);
-  if (have_manifest) SLUICE_ASSIGN_OR_RETURN(manifest, read_manifest(out_dir));
+  if (have_manifest) {
+    SLUICE_ASSIGN_OR_RETURN(manifest, read_manifest(out_dir));
+  }
   std::vector<std::string> classes = !options.classes.empty() ? options.classes : manifest.classes;
 
   SourceList source;
