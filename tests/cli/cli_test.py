@@ -1,0 +1,241 @@
+"""End-to-end tests of the sluice command line: real processes, real files.
+
+Run by CTest with SLUICE_BIN (the binary) and SLUICE_TEST_DATA (tests/data).
+Standard library only."""
+
+import json
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tfrecord_py  # noqa: E402
+
+SLUICE = os.environ["SLUICE_BIN"]
+DATA = os.environ["SLUICE_TEST_DATA"]
+
+
+def slurp(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def run(*args, check=None):
+    p = subprocess.run([SLUICE, *args], capture_output=True, text=True, timeout=300)
+    if check is not None:
+        assert p.returncode == check, f"{args}: exit {p.returncode}\n{p.stdout}\n{p.stderr}"
+    return p
+
+
+class CliTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="sluice-cli-")
+        cls.images = os.path.join(cls.tmp, "synth")
+        run("synth", cls.images, "--classes", "4", "--per-class", "15", "--size", "32", check=0)
+        cls.train = os.path.join(cls.images, "train")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def fresh(self, name):
+        path = os.path.join(self.tmp, name)
+        shutil.rmtree(path, ignore_errors=True)
+        return path
+
+    def convert(self, out, *extra, check=0):
+        return run("convert", self.train, "-o", out, "-q", *extra, check=check)
+
+    def test_independent_reader_reads_what_convert_writes(self):
+        out = self.fresh("indep")
+        self.convert(out, "--shards", "3")
+        manifest = json.loads(slurp(os.path.join(out, "dataset.json")))
+        self.assertEqual(manifest["classes"], ["c00_disc", "c01_square", "c02_triangle", "c03_ring"])
+        split = manifest["splits"]["train"]
+        self.assertEqual(split["records"], 60)
+        labels = []
+        for shard in split["shards"]:
+            path = os.path.join(out, shard["file"])
+            records = list(tfrecord_py.read_records(path))
+            self.assertEqual(len(records), shard["records"])
+            raw = slurp(path)
+            self.assertEqual(len(raw), shard["bytes"])
+            self.assertEqual(f"{tfrecord_py.crc32c(raw):08x}", shard["crc32c"])
+            idx = [tuple(map(int, line.split())) for line in slurp(os.path.join(out, shard["index"])).splitlines()]
+            self.assertEqual(idx, [(off, len(data) + 16) for off, data in records])
+            for _, data in records:
+                ex = tfrecord_py.parse_example(data)
+                kind, (image,) = ex["image/encoded"]
+                self.assertEqual(kind, "bytes")
+                fmt = ex["image/format"][1][0]
+                self.assertIn(fmt, (b"jpeg", b"png"))
+                self.assertTrue(image.startswith(b"\xff\xd8" if fmt == b"jpeg" else b"\x89PNG"))
+                label = ex["image/class/label"][1][0]
+                labels.append(label)
+                name = ex["image/filename"][1][0].decode()
+                self.assertEqual(slurp(os.path.join(self.train, name)), image)
+                self.assertTrue(name.startswith(manifest["classes"][label] + "/"))
+        self.assertEqual(sorted(labels), sorted([c for c in range(4) for _ in range(15)]))
+
+    def test_same_bytes_for_any_worker_count(self):
+        outs = []
+        for w in ("1", "2", "3"):
+            out = self.fresh("w" + w)
+            self.convert(out, "--workers", w, "--shard-size", "0.05", "--compression", "gzip")
+            outs.append(sorted((f, slurp(os.path.join(out, f)))
+                               for f in os.listdir(out) if f != "dataset.json"))
+        self.assertGreater(len(outs[0]), 2)
+        self.assertEqual(outs[0], outs[1])
+        self.assertEqual(outs[0], outs[2])
+
+    def test_inspect_summary_and_json(self):
+        out = self.fresh("insp")
+        self.convert(out)
+        p = run("inspect", out, check=0)
+        self.assertIn("60 records", p.stdout)
+        self.assertIn("no problems found", p.stdout)
+        j = json.loads(run("inspect", "--json", "--verify", out, check=0).stdout)
+        self.assertTrue(j["ok"])
+        self.assertEqual(j["records"], 60)
+        self.assertEqual(j["labels"], {"0": 15, "1": 15, "2": 15, "3": 15})
+
+    def damaged_copy(self, damage):
+        out = self.fresh("dmg")
+        self.convert(out, "--shards", "1")
+        shard = os.path.join(out, "train-00000-of-00001.tfrecord")
+        raw = bytearray(slurp(shard))
+        raw = damage(raw)
+        with open(shard, "wb") as f:
+            f.write(bytes(raw))
+        return out, shard
+
+    def test_inspect_truncated_shard(self):
+        out, shard = self.damaged_copy(lambda b: b[:len(b) - 50])
+        p = run("inspect", shard, check=1)
+        self.assertRegex(p.stderr, r"train-00000-of-00001.tfrecord: offset \d+: truncated record")
+
+    def test_inspect_data_crc_mismatch(self):
+        def flip(b):
+            b[30] ^= 0xFF
+            return b
+        out, shard = self.damaged_copy(flip)
+        p = run("inspect", out, check=1)
+        self.assertIn("train-00000-of-00001.tfrecord: offset 0: data CRC mismatch", p.stderr)
+
+    def test_inspect_length_crc_mismatch(self):
+        def flip(b):
+            b[9] ^= 0x01
+            return b
+        out, shard = self.damaged_copy(flip)
+        p = run("inspect", shard, check=1)
+        self.assertIn("offset 0: length CRC mismatch", p.stderr)
+
+    def test_inspect_huge_length_field(self):
+        def huge(b):
+            b[0:8] = struct.pack("<Q", 1 << 50)
+            b[8:12] = struct.pack("<I", tfrecord_py.masked_crc(bytes(b[0:8])))
+            return b
+        out, shard = self.damaged_copy(huge)
+        p = run("inspect", shard, check=1)
+        self.assertIn("offset 0: record of 1125899906842624 bytes is over the limit", p.stderr)
+
+    def test_inspect_payload_not_an_example(self):
+        p = run("inspect", os.path.join(DATA, "tfrecord/lingvo/en_fr.tfrecord"), check=0)
+        self.assertIn("payload: other x2", p.stdout)
+        # Among Examples it is a problem.
+        out, shard = self.damaged_copy(lambda b: b)
+        lingvo = slurp(os.path.join(DATA, "tfrecord/lingvo/en_fr.tfrecord"))
+        with open(shard, "ab") as f:
+            f.write(lingvo)
+        p = run("inspect", shard, check=1)
+        self.assertRegex(p.stderr, r"offset \d+: record is not a tf.train.Example")
+
+    def test_inspect_missing_and_unreadable(self):
+        p = run("inspect", os.path.join(self.tmp, "nope.tfrecord"), check=1)
+        self.assertIn("nope.tfrecord: no such file or folder", p.stderr)
+        empty = self.fresh("emptydir")
+        os.makedirs(empty)
+        p = run("inspect", empty, check=1)
+        self.assertIn("no record files in this folder", p.stderr)
+        if os.geteuid() != 0:  # root reads anything
+            f = os.path.join(empty, "locked.tfrecord")
+            open(f, "wb").close()
+            os.chmod(f, 0)
+            p = run("inspect", f, check=1)
+            self.assertIn("Permission denied", p.stderr)
+
+    def test_inspect_corrupt_third_party_record(self):
+        p = run("inspect", os.path.join(DATA, "tfrecord/corrupt/pets_examples.crlf-mangled.record"), check=1)
+        self.assertIn("offset 0: data CRC mismatch", p.stderr)
+        self.assertIn("offset 18446: length CRC mismatch", p.stderr)
+
+    def test_convert_bad_sources(self):
+        out = self.fresh("bad")
+        p = run("convert", os.path.join(self.tmp, "missing"), "-o", out, check=1)
+        self.assertIn("missing: no such file or folder", p.stderr)
+        empty = self.fresh("emptysrc")
+        os.makedirs(empty)
+        p = run("convert", empty, "-o", out, check=1)
+        self.assertIn("no class folders", p.stderr)
+
+    def test_convert_label_outside_class_list(self):
+        lst = os.path.join(self.tmp, "list.csv")
+        first = sorted(os.listdir(os.path.join(self.train, "c00_disc")))[0]
+        with open(lst, "w") as f:
+            f.write(f"path,label\nsynth/train/c00_disc/{first},cat\nsynth/train/c00_disc/{first},horse\n")
+        classes = os.path.join(self.tmp, "classes.txt")
+        with open(classes, "w") as f:
+            f.write("cat\ndog\n")
+        p = run("convert", lst, "-o", self.fresh("lbl"), "--classes", classes, check=1)
+        self.assertIn("list.csv: line 3: label 'horse' is outside the class list", p.stderr)
+
+    def test_convert_on_error_policies(self):
+        src = self.fresh("badsrc")
+        shutil.copytree(self.train, src)
+        shutil.copy(os.path.join(DATA, "images/jpeg/wuffs-peacock.default.truncated.jpeg"),
+                    os.path.join(src, "c01_square", "cut.jpg"))
+        p = run("convert", src, "-o", self.fresh("pf"), "-q", check=1)
+        self.assertIn("cut.jpg", p.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "pf", "dataset.json")))
+        p = run("convert", src, "-o", self.fresh("pw"), "-q", "--on-error", "warn", check=0)
+        self.assertIn("warning: skipping", p.stderr)
+        self.assertIn("skipped 1 bad file", p.stdout)
+        p = run("convert", src, "-o", self.fresh("ps"), "-q", "--on-error", "skip", check=0)
+        self.assertNotIn("warning", p.stderr)
+        self.assertIn("cut.jpg", p.stdout)
+
+    def test_bad_options(self):
+        p = run("convert", self.train, "-o", self.fresh("o"), "--compression", "lz4", check=1)
+        self.assertIn("unknown compression 'lz4'", p.stderr)
+        p = run("convert", self.train, "-o", self.fresh("o"), "--on-error", "ignore", check=1)
+        self.assertIn("unknown error policy", p.stderr)
+        self.assertEqual(run("convert", "--no-such-flag").returncode, 2)
+        self.assertEqual(run().returncode, 2)
+
+    def test_killed_convert_leaves_nothing_that_looks_complete(self):
+        src = self.fresh("bigsrc")
+        run("synth", src, "--classes", "2", "--per-class", "1500", "--size", "160", "--val-per-class", "0",
+            check=0)
+        out = self.fresh("killed")
+        proc = subprocess.Popen([SLUICE, "convert", os.path.join(src, "train"), "-o", out, "--workers", "1",
+                                 "--shards", "4", "-q"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.4)
+        still_running = proc.poll() is None
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        if not still_running:
+            self.skipTest("convert finished before it could be killed")
+        left = os.listdir(out) if os.path.isdir(out) else []
+        self.assertNotIn("dataset.json", left)
+        self.assertEqual([f for f in left if f.endswith(".tfrecord") or f.endswith(".idx")], [])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,18 @@
+// Fuzzes protobuf decoding of Example, SequenceExample and Event payloads.
+#include "sluice/example.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  sluice::Example e;
+  if (sluice::decode_example(bytes, &e).ok()) {
+    sluice::Example back;
+    // What we decode, we must be able to encode and decode again, equal.
+    if (!sluice::decode_example(sluice::encode_example(e), &back).ok() || !(back == e)) __builtin_trap();
+  }
+  sluice::SequenceExample se;
+  sluice::decode_sequence_example(bytes, &se).ignore();
+  sluice::Event ev;
+  sluice::decode_event(bytes, &ev).ignore();
+  sluice::classify_payload(bytes);
+  return 0;
+}

@@ -1,0 +1,22 @@
+// Fuzzes the text formats sluice reads from users: DALI index files,
+// dataset.json manifests and convert's CSV/TSV list files.
+#include "sluice/dataset.h"
+#include "sluice/record.h"
+#include "tests/fuzz/fuzz_file.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string_view text(reinterpret_cast<const char*>(data), size);
+  auto idx = sluice::parse_index(text, "fuzz.idx");
+  if (idx.ok()) {
+    auto again = sluice::parse_index(sluice::format_index(*idx), "fuzz.idx");
+    if (!again.ok() || *again != *idx) __builtin_trap();
+  }
+  auto m = sluice::parse_manifest(text, "fuzz.json");
+  if (m.ok()) {
+    auto again = sluice::parse_manifest(sluice::format_manifest(*m), "fuzz.json");
+    if (!again.ok()) __builtin_trap();
+  }
+  sluice::MemFile f(data, size);
+  if (f.ok()) sluice::read_list_file(f.path()).status().ignore();
+  return 0;
+}
