@@ -46,6 +46,14 @@ Result<Context> open_png(std::string_view bytes) {
   return ctx;
 }
 
+// spng stops once the zlib stream has given every row, before the last
+// IDAT's CRC; reading the chunks up to IEND checks it, and that the file
+// ends whole.
+Status read_to_iend(spng_ctx* ctx) {
+  const int rc = spng_decode_chunks(ctx);
+  return rc == SPNG_OK ? ok_status() : spng_status(rc);
+}
+
 bool is_gray(const ImageInfo& info) { return info.components <= 2; }
 
 // Keeps the first of every three bytes: gray decoded as RGB has R = G = B.
@@ -81,6 +89,7 @@ Result<Image> decode_png(std::string_view bytes, const ImageInfo& info,
   image.pixels.resize(size);
   rc = spng_decode_image(ctx.get(), image.pixels.data(), size, fmt, 0);
   if (rc != SPNG_OK) return spng_status(rc);
+  SLUICE_RETURN_IF_ERROR(read_to_iend(ctx.get()));
   if (want_gray && !direct_gray) keep_first_channel(&image);
   return image;
 }
@@ -96,7 +105,7 @@ Status check_png(std::string_view bytes, const ImageInfo& info) {
     rc = spng_decode_row(ctx.get(), row.data(), row.size());
   } while (rc == SPNG_OK);
   if (rc != SPNG_EOI) return spng_status(rc);
-  return ok_status();
+  return read_to_iend(ctx.get());
 }
 
 }  // namespace detail

@@ -124,7 +124,7 @@ struct Scene {
 // Foreground and background far apart in luma, so the shape never fades
 // into its background.
 void pick_colours(Rng& rng, float fg_hue_lo, float fg_hue_hi, Scene* s) {
-  constexpr float kMinContrast = 0.3f;
+  constexpr float kMinContrast = 0.35f;
   for (int attempt = 0; attempt < 16; ++attempt) {
     const bool dark_fg = rng.coin();
     const float fg_v = dark_fg ? rng.uniform(0.1f, 0.45f) : rng.uniform(0.65f, 1.0f);
@@ -161,8 +161,9 @@ Scene make_scene(int label, int num_classes, uint64_t seed, uint64_t index, int 
   const float hue_lo = families == 1 ? 0 : (family + 0.15f) / families;
   const float hue_hi = families == 1 ? 1 : (family + 0.85f) / families;
   pick_colours(rng, hue_lo, hue_hi, &s);
-  s.gradient_x = rng.uniform(-0.3f, 0.3f);
-  s.gradient_y = rng.uniform(-0.3f, 0.3f);
+  // At most +-15 % across the image: less than the contrast margin.
+  s.gradient_x = rng.uniform(-0.15f, 0.15f);
+  s.gradient_y = rng.uniform(-0.15f, 0.15f);
   s.noise_key = rng.next();
   return s;
 }
