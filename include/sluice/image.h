@@ -87,7 +87,7 @@ struct DecodeOptions {
 
 // Decodes a JPEG or PNG completely. A JPEG whose entropy-coded data ends
 // early fails with kDataLoss ("premature end of data"), as does a PNG
-// whose chunks or zlib stream are damaged; extraneous bytes before a JPEG
+// whose chunks or zlib stream are damaged or that ends before IEND; extraneous bytes before a JPEG
 // marker are tolerated, as libjpeg does.
 Result<Image> decode_image(std::string_view bytes, const DecodeOptions& options = {});
 
@@ -111,8 +111,9 @@ Image resize_image(const Image& image, int width, int height);
 
 // Renders one image of a learnable synthetic dataset: class `label` of
 // `num_classes` decides the shape (disc, square, triangle, ring, cross,
-// stripes, checks, diamond, dots, star, ... cycling for more than 10
-// classes) and a colour family; `seed` and `index` decide everything else
+// horizontal stripes, vertical stripes, checks, diamond, dots, star, hollow
+// square: 12 shapes, cycling for more classes) and, past 12 classes, a hue
+// family that tells apart classes sharing a shape; `seed` and `index` decide everything else
 // (position, size, rotation, colours, background texture, noise). Pure: the
 // same arguments give the same pixels. RGB, width x height (an empty Image
 // when either is not positive).

@@ -9,7 +9,9 @@
 namespace sluice {
 namespace {
 
-bool valid_scale_denom(int d) { return d == 1 || d == 2 || d == 4 || d == 8; }
+bool valid_scale_denom(int d) {
+  return d == 1 || d == 2 || d == 4 || d == 8;
+}
 
 }  // namespace
 

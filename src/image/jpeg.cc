@@ -10,14 +10,17 @@
 
 #include <algorithm>
 #include <csetjmp>
-#include <cstdio>  // jpeglib.h needs FILE
+#include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <string_view>
 
-#include <jerror.h>
+// jpeglib.h uses size_t and FILE without including their headers.
 #include <jpeglib.h>
+// jerror.h needs jpeglib.h first.
+#include <jerror.h>
 
 #include "image/codecs.h"
 #include "sluice/image.h"
@@ -41,7 +44,9 @@ struct ErrorManager {
   std::longjmp(err->jump, 1);
 }
 
-void on_error_exit(j_common_ptr cinfo) { jump_with_message(cinfo); }
+void on_error_exit(j_common_ptr cinfo) {
+  jump_with_message(cinfo);
+}
 
 // Warnings about the metadata leave the pixels intact; the rest (premature
 // end, bad Huffman or arithmetic codes, broken progression) mean libjpeg is

@@ -54,7 +54,9 @@ Status read_to_iend(spng_ctx* ctx) {
   return rc == SPNG_OK ? ok_status() : spng_status(rc);
 }
 
-bool is_gray(const ImageInfo& info) { return info.components <= 2; }
+bool is_gray(const ImageInfo& info) {
+  return info.components <= 2;
+}
 
 // Keeps the first of every three bytes: gray decoded as RGB has R = G = B.
 void keep_first_channel(Image* image) {

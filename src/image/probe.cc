@@ -154,7 +154,9 @@ Status probe_jpeg(const Bytes& b, ImageInfo* info) {
   }
 }
 
-Status png_error(std::string_view reason) { return data_loss_error("PNG: " + std::string(reason)); }
+Status png_error(std::string_view reason) {
+  return data_loss_error("PNG: " + std::string(reason));
+}
 
 bool valid_png_depth(int color_type, int depth) {
   switch (color_type) {

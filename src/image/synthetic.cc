@@ -37,8 +37,18 @@ class Rng {
 };
 
 enum class Shape : int {
-  kDisc, kSquare, kTriangle, kRing, kCross, kHorizontalStripes, kVerticalStripes,
-  kCheckerboard, kDiamond, kDots, kStar, kFrame,
+  kDisc,
+  kSquare,
+  kTriangle,
+  kRing,
+  kCross,
+  kHorizontalStripes,
+  kVerticalStripes,
+  kCheckerboard,
+  kDiamond,
+  kDots,
+  kStar,
+  kFrame,
 };
 constexpr int kShapeCount = 12;
 
@@ -61,9 +71,13 @@ Rgb hsv(float h, float s, float v) {
   }
 }
 
-float luma(Rgb c) { return 0.299f * c.r + 0.587f * c.g + 0.114f * c.b; }
+float luma(Rgb c) {
+  return 0.299f * c.r + 0.587f * c.g + 0.114f * c.b;
+}
 
-bool in_square(float u, float v, float half) { return std::max(std::abs(u), std::abs(v)) <= half; }
+bool in_square(float u, float v, float half) {
+  return std::max(std::abs(u), std::abs(v)) <= half;
+}
 
 int band(float x, float half, int bands) {
   return static_cast<int>((x + half) / (2 * half) * static_cast<float>(bands));
@@ -111,7 +125,9 @@ bool inside(Shape shape, float u, float v) {
   return false;
 }
 
-bool freely_rotated(Shape s) { return s == Shape::kTriangle || s == Shape::kStar; }
+bool freely_rotated(Shape s) {
+  return s == Shape::kTriangle || s == Shape::kStar;
+}
 
 struct Scene {
   Shape shape;
@@ -137,8 +153,7 @@ void pick_colours(Rng& rng, float fg_hue_lo, float fg_hue_hi, Scene* s) {
   s->bg = {0.1f, 0.1f, 0.1f};
 }
 
-Scene make_scene(int label, int num_classes, uint64_t seed, uint64_t index, int width,
-                 int height) {
+Scene make_scene(int label, int num_classes, uint64_t seed, uint64_t index, int width, int height) {
   const uint64_t key =
       mix64(mix64(mix64(seed) ^ index) ^ (static_cast<uint64_t>(label) * kGolden + 1));
   Rng rng(key);
@@ -151,8 +166,8 @@ Scene make_scene(int label, int num_classes, uint64_t seed, uint64_t index, int 
   s.cy = rng.uniform(my, static_cast<float>(height) - my);
   constexpr float kPi = std::numbers::pi_v<float>;
   // Small tilts only, so a square never turns into a diamond.
-  const float angle = freely_rotated(s.shape) ? rng.uniform(0, 2 * kPi)
-                                              : rng.uniform(-kPi / 12, kPi / 12);
+  const float angle =
+      freely_rotated(s.shape) ? rng.uniform(0, 2 * kPi) : rng.uniform(-kPi / 12, kPi / 12);
   s.cos_a = std::cos(angle);
   s.sin_a = std::sin(angle);
   // Past the 12 shapes, classes sharing a shape differ by hue family.
@@ -168,7 +183,9 @@ Scene make_scene(int label, int num_classes, uint64_t seed, uint64_t index, int 
   return s;
 }
 
-uint8_t to_byte(float x) { return static_cast<uint8_t>(std::clamp(x, 0.0f, 255.0f) + 0.5f); }
+uint8_t to_byte(float x) {
+  return static_cast<uint8_t>(std::clamp(x, 0.0f, 255.0f) + 0.5f);
+}
 
 void render(const Scene& s, Image* image) {
   const float inv_r = 1.0f / s.radius;
@@ -183,7 +200,8 @@ void render(const Scene& s, Image* image) {
       const float v = -dx * s.sin_a + dy * s.cos_a;
       Rgb c = s.fg;
       if (!inside(s.shape, u, v)) {
-        const float shade = 1 + s.gradient_x * (x * inv_w - 0.5f) + s.gradient_y * (y * inv_h - 0.5f);
+        const float shade =
+            1 + s.gradient_x * (x * inv_w - 0.5f) + s.gradient_y * (y * inv_h - 0.5f);
         c = {s.bg.r * shade, s.bg.g * shade, s.bg.b * shade};
       }
       // Mild noise, +-8 levels per channel, from the pixel's own counter.

@@ -89,9 +89,8 @@ inline std::string png_header(uint32_t width, uint32_t height, int bit_depth = 8
   chunk.push_back(0);
   chunk.push_back(static_cast<char>(interlace));
   s += chunk;
-  append_be32(&s, static_cast<uint32_t>(
-                      crc32(0, reinterpret_cast<const Bytef*>(chunk.data()),
-                            static_cast<uInt>(chunk.size()))));
+  append_be32(&s, static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(chunk.data()),
+                                              static_cast<uInt>(chunk.size()))));
   return s;
 }
 

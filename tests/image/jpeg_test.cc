@@ -201,8 +201,9 @@ TEST(DecodeJpeg, EveryTruncationOfAGoodFileIsDataLoss) {
 }
 
 TEST(DecodeJpeg, ProgressiveMissingDcScanIsDataLoss) {
-  EXPECT_EQ(decode_image(image_bytes("jpeg/jpeg-decoder-progressive-missing-dc.jpg")).status().code(),
-            StatusCode::kDataLoss);
+  EXPECT_EQ(
+      decode_image(image_bytes("jpeg/jpeg-decoder-progressive-missing-dc.jpg")).status().code(),
+      StatusCode::kDataLoss);
 }
 
 TEST(DecodeJpeg, ExtraneousBytesBeforeAMarkerAreTolerated) {
@@ -276,8 +277,11 @@ TEST(DecodeJpeg, CmykMatchesPillow) {
        {{0, 0, {255, 13, 25}}, {50, 50, {1, 4, 5}}, {99, 99, {1, 4, 5}}}},
       {"jpeg/jpeg-decoder-jpg-cmyk-1.jpg",  // plain CMYK, Adobe transform 0
        {127.5, 127.5, 43.82},
-       {{0, 0, {255, 255, 0}}, {16, 16, {123, 123, 8}}, {31, 31, {0, 0, 255}},
-        {10, 21, {173, 82, 0}}, {21, 8, {82, 189, 0}}}},
+       {{0, 0, {255, 255, 0}},
+        {16, 16, {123, 123, 8}},
+        {31, 31, {0, 0, 255}},
+        {10, 21, {173, 82, 0}},
+        {21, 8, {82, 189, 0}}}},
   };
   for (const CmykReference& ref : refs) {
     SCOPED_TRACE(ref.file);

@@ -77,11 +77,11 @@ TEST(DecodePng, GrayKeepsOneChannelWithoutForceRgb) {
 
 TEST(DecodePng, DamagedFilesAreDataLoss) {
   for (const char* file : {
-           "png/pngsuite-xcsn0g01.png",   // bad IDAT CRC
-           "png/pngsuite-xhdn0g08.png",   // bad IHDR CRC
-           "png/pngsuite-xs1n0g01.png",   // signature byte 0 wrong
-           "png/pngsuite-xdtn0g01.png",   // no IDAT
-           "png/pngsuite-xcrn0g04.png",   // CR/LF-mangled signature
+           "png/pngsuite-xcsn0g01.png",  // bad IDAT CRC
+           "png/pngsuite-xhdn0g08.png",  // bad IHDR CRC
+           "png/pngsuite-xs1n0g01.png",  // signature byte 0 wrong
+           "png/pngsuite-xdtn0g01.png",  // no IDAT
+           "png/pngsuite-xcrn0g04.png",  // CR/LF-mangled signature
            "png/wuffs-hippopotamus.regular.truncated.png",
        }) {
     SCOPED_TRACE(file);

@@ -37,6 +37,8 @@ constexpr auto P = ImageFormat::kPng;
 constexpr auto U = ImageFormat::kUnknown;
 constexpr const char* k420 = "2x2,1x1,1x1";
 
+// One row per file, to read like the inspection output.
+// clang-format off
 const Expected kFiles[] = {
     {"jpeg/jpeg-decoder-empty.jpg", kLoss, U, 0, 0, 0, 0, false, false, false, "", "", -1, -1},
     {"jpeg/jpeg-decoder-extraneous-data.jpg", kOk, J, 16, 16, 3, 8, false, false, false, "4:2:0", k420, -1, 0},
@@ -86,6 +88,7 @@ const Expected kFiles[] = {
     {"png/wuffs-hippopotamus.regular.truncated.png", kOk, P, 36, 28, 3, 8, false, false, false, "", "", -1, -1},
     {"png/wuffs-peacock.default.truncated.decoded-by-djpeg.png", kOk, P, 100, 75, 3, 8, false, false, false, "", "", -1, -1},
 };
+// clang-format on
 
 TEST(ProbeImage, EveryTestFileProbesAsInspected) {
   for (const Expected& e : kFiles) {
@@ -247,9 +250,8 @@ TEST(ProbeImage, PngBitDepthAndColourTypeCombinations) {
   const int types[] = {0, 1, 2, 3, 4, 5, 6, 7};
   for (int type : types) {
     for (int depth : depths) {
-      const bool valid =
-          (type == 0 && depth != 3) || (type == 3 && depth != 3 && depth != 16) ||
-          ((type == 2 || type == 4 || type == 6) && (depth == 8 || depth == 16));
+      const bool valid = (type == 0 && depth != 3) || (type == 3 && depth != 3 && depth != 16) ||
+                         ((type == 2 || type == 4 || type == 6) && (depth == 8 || depth == 16));
       EXPECT_EQ(probe_image(png_header(4, 4, depth, type)).ok(), valid)
           << "type " << type << " depth " << depth;
     }

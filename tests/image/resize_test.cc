@@ -118,7 +118,9 @@ TEST(ResizeImage, EnlargingMatchesTheBilinearReference) {
       for (int y = 0; y < h; ++y) {
         for (int x = 0; x < w; ++x) {
           for (int c = 0; c < channels; ++c) {
-            ASSERT_NEAR(at(out, x, y, c), bilinear_reference(src, w, h, x, y, c), 1.0)
+            // OpenCV's fixed-point weights and rounding add up to about a
+            // level on top of the final rounding.
+            ASSERT_NEAR(at(out, x, y, c), bilinear_reference(src, w, h, x, y, c), 1.5)
                 << w << "x" << h << " at " << x << "," << y << " channel " << c;
           }
         }

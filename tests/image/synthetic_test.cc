@@ -47,8 +47,8 @@ TEST(SyntheticImage, ShapeIsVisible) {
       const Image image = render_synthetic_image(label, 24, 99, index, 64, 64);
       std::vector<int> luma;
       for (size_t i = 0; i < image.pixels.size(); i += 3) {
-        luma.push_back((299 * image.pixels[i] + 587 * image.pixels[i + 1] +
-                        114 * image.pixels[i + 2]) / 1000);
+        luma.push_back(
+            (299 * image.pixels[i] + 587 * image.pixels[i + 1] + 114 * image.pixels[i + 2]) / 1000);
       }
       std::sort(luma.begin(), luma.end());
       // Darkest and brightest 1 %: one is the shape (3 % of the image at
@@ -64,8 +64,8 @@ TEST(SyntheticImage, ShapeIsVisible) {
 double foreground_share(const Image& image) {
   std::vector<int> luma;
   for (size_t i = 0; i < image.pixels.size(); i += 3) {
-    luma.push_back((299 * image.pixels[i] + 587 * image.pixels[i + 1] +
-                    114 * image.pixels[i + 2]) / 1000);
+    luma.push_back((299 * image.pixels[i] + 587 * image.pixels[i + 1] + 114 * image.pixels[i + 2]) /
+                   1000);
   }
   const auto [lo, hi] = std::minmax_element(luma.begin(), luma.end());
   const int mid = (*lo + *hi) / 2;
