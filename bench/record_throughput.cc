@@ -41,10 +41,14 @@ int main(int argc, char** argv) {
   std::string dir = std::filesystem::temp_directory_path().string();
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
-    if (a == "--mb") mb = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (a == "--record-kb") record_kb = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (a == "--dir") dir = argv[i + 1];
-    else if (a == "--repeat") repeat = std::strtoull(argv[i + 1], nullptr, 10);
+    if (a == "--mb")
+      mb = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (a == "--record-kb")
+      record_kb = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (a == "--dir")
+      dir = argv[i + 1];
+    else if (a == "--repeat")
+      repeat = std::strtoull(argv[i + 1], nullptr, 10);
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
@@ -66,7 +70,8 @@ int main(int argc, char** argv) {
     if (auto s = (*w)->close(); !s.ok()) return fail(s);
   }
   uint64_t bytes = std::filesystem::file_size(path);
-  std::printf("shard: %zu records of %zu KB, %.1f MB, %s\n", n, record_kb, bytes / 1e6, path.c_str());
+  std::printf("shard: %zu records of %zu KB, %.1f MB, %s\n", n, record_kb, bytes / 1e6,
+              path.c_str());
 
   auto sequential = [&]() -> double {
     auto r = sluice::RecordReader::open(path);

@@ -47,8 +47,8 @@ struct ShardInfo {
   std::string file;   // name relative to the dataset folder
   std::string index;  // its .idx, relative too
   uint64_t records = 0;
-  uint64_t bytes = 0;     // file size
-  uint32_t crc32c = 0;    // of the whole file's bytes
+  uint64_t bytes = 0;   // file size
+  uint32_t crc32c = 0;  // of the whole file's bytes
 };
 
 struct SplitInfo {
@@ -112,7 +112,7 @@ Result<SourceList> read_list_file(const std::string& list_path,
                                   const std::vector<std::string>& classes = {});
 
 struct ConvertProgress {
-  uint64_t done = 0;   // images handled (written or skipped)
+  uint64_t done = 0;  // images handled (written or skipped)
   uint64_t total = 0;
   uint64_t written = 0;
   uint64_t skipped = 0;
@@ -194,8 +194,8 @@ struct Problem {
 };
 
 struct FeatureStats {
-  std::string kind;       // "bytes_list", ..., or "mixed"
-  uint64_t records = 0;   // records carrying the key
+  std::string kind;      // "bytes_list", ..., or "mixed"
+  uint64_t records = 0;  // records carrying the key
   uint64_t min_values = 0, max_values = 0;
 };
 
@@ -224,9 +224,9 @@ struct InspectReport {
   std::map<std::string, FeatureStats> schema;
   bool has_images = false;
   FeatureKeys keys;
-  std::vector<std::string> classes;  // from dataset.json, when there is one
-  std::map<int64_t, uint64_t> labels;             // int64 labels
-  std::map<std::string, uint64_t> label_names;    // bytes labels
+  std::vector<std::string> classes;             // from dataset.json, when there is one
+  std::map<int64_t, uint64_t> labels;           // int64 labels
+  std::map<std::string, uint64_t> label_names;  // bytes labels
   std::map<std::string, uint64_t> image_formats;
   std::map<std::string, uint64_t> subsampling;  // JPEG only
   uint64_t progressive = 0;

@@ -39,7 +39,7 @@ struct ImageInfo {
   ImageFormat format = ImageFormat::kUnknown;
   int width = 0;
   int height = 0;
-  int components = 0;     // JPEG: 1, 3 or 4; PNG: channels after expansion
+  int components = 0;  // JPEG: 1, 3 or 4; PNG: channels after expansion
   int bit_depth = 8;
   bool progressive = false;  // JPEG progressive, or PNG Adam7 interlaced
   bool arithmetic = false;   // JPEG arithmetic coding
@@ -69,7 +69,7 @@ Result<ImageInfo> probe_image(std::string_view bytes, uint64_t max_pixels = kDef
 struct Image {
   int width = 0;
   int height = 0;
-  int channels = 0;  // 1 (gray) or 3 (RGB)
+  int channels = 0;             // 1 (gray) or 3 (RGB)
   std::vector<uint8_t> pixels;  // height * width * channels bytes
 
   size_t row_bytes() const { return static_cast<size_t>(width) * channels; }

@@ -48,7 +48,9 @@ Result<Compression> parse_compression(std::string_view name);
 Result<Compression> detect_compression(const std::string& path);
 
 // Size of a framed record holding `data_bytes` of payload.
-constexpr uint64_t framed_size(uint64_t data_bytes) { return data_bytes + 16; }
+constexpr uint64_t framed_size(uint64_t data_bytes) {
+  return data_bytes + 16;
+}
 
 // Appends the framed form of `data` (header, data, footer) to `out`.
 void append_framed_record(std::string_view data, std::string* out);

@@ -27,16 +27,16 @@ namespace sluice {
 enum class StatusCode : int {
   kOk = 0,
   kCancelled = 1,
-  kInvalidArgument = 3,    // the caller asked for something malformed
-  kNotFound = 5,           // a file, key or class that does not exist
+  kInvalidArgument = 3,  // the caller asked for something malformed
+  kNotFound = 5,         // a file, key or class that does not exist
   kAlreadyExists = 6,
   kPermissionDenied = 7,
   kResourceExhausted = 8,  // a limit (pixels, record length, memory budget)
   kFailedPrecondition = 9,
-  kOutOfRange = 11,        // end of data: a normal end, not an error in itself
-  kUnimplemented = 12,     // well-formed input we do not support
+  kOutOfRange = 11,     // end of data: a normal end, not an error in itself
+  kUnimplemented = 12,  // well-formed input we do not support
   kInternal = 13,
-  kDataLoss = 15,          // corruption or truncation of stored bytes
+  kDataLoss = 15,  // corruption or truncation of stored bytes
   kUnknown = 2,
 };
 
@@ -76,7 +76,9 @@ class [[nodiscard]] Status {
   std::unique_ptr<Rep> rep_;
 };
 
-inline Status ok_status() { return Status(); }
+inline Status ok_status() {
+  return Status();
+}
 Status cancelled_error(std::string message);
 Status invalid_argument_error(std::string message);
 Status not_found_error(std::string message);
@@ -98,7 +100,7 @@ Status errno_error(std::string_view path, std::string_view what, int err);
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {  // NOLINT
     if (status_.ok()) status_ = internal_error("Result built from OK status");
   }
@@ -132,10 +134,10 @@ T* Result<T>::checked() const {
 }  // namespace sluice
 
 // Returns early from the enclosing function when `expr` is not OK.
-#define SLUICE_RETURN_IF_ERROR(expr)                  \
-  do {                                                \
-    ::sluice::Status sluice_status_ = (expr);         \
-    if (!sluice_status_.ok()) return sluice_status_;  \
+#define SLUICE_RETURN_IF_ERROR(expr)                 \
+  do {                                               \
+    ::sluice::Status sluice_status_ = (expr);        \
+    if (!sluice_status_.ok()) return sluice_status_; \
   } while (false)
 
 #define SLUICE_CONCAT_INNER_(a, b) a##b

@@ -63,17 +63,39 @@ bool operator==(const Status& a, const Status& b) {
   return a.code() == b.code() && a.message() == b.message();
 }
 
-Status cancelled_error(std::string m) { return Status(StatusCode::kCancelled, std::move(m)); }
-Status invalid_argument_error(std::string m) { return Status(StatusCode::kInvalidArgument, std::move(m)); }
-Status not_found_error(std::string m) { return Status(StatusCode::kNotFound, std::move(m)); }
-Status already_exists_error(std::string m) { return Status(StatusCode::kAlreadyExists, std::move(m)); }
-Status permission_denied_error(std::string m) { return Status(StatusCode::kPermissionDenied, std::move(m)); }
-Status resource_exhausted_error(std::string m) { return Status(StatusCode::kResourceExhausted, std::move(m)); }
-Status failed_precondition_error(std::string m) { return Status(StatusCode::kFailedPrecondition, std::move(m)); }
-Status out_of_range_error(std::string m) { return Status(StatusCode::kOutOfRange, std::move(m)); }
-Status unimplemented_error(std::string m) { return Status(StatusCode::kUnimplemented, std::move(m)); }
-Status internal_error(std::string m) { return Status(StatusCode::kInternal, std::move(m)); }
-Status data_loss_error(std::string m) { return Status(StatusCode::kDataLoss, std::move(m)); }
+Status cancelled_error(std::string m) {
+  return Status(StatusCode::kCancelled, std::move(m));
+}
+Status invalid_argument_error(std::string m) {
+  return Status(StatusCode::kInvalidArgument, std::move(m));
+}
+Status not_found_error(std::string m) {
+  return Status(StatusCode::kNotFound, std::move(m));
+}
+Status already_exists_error(std::string m) {
+  return Status(StatusCode::kAlreadyExists, std::move(m));
+}
+Status permission_denied_error(std::string m) {
+  return Status(StatusCode::kPermissionDenied, std::move(m));
+}
+Status resource_exhausted_error(std::string m) {
+  return Status(StatusCode::kResourceExhausted, std::move(m));
+}
+Status failed_precondition_error(std::string m) {
+  return Status(StatusCode::kFailedPrecondition, std::move(m));
+}
+Status out_of_range_error(std::string m) {
+  return Status(StatusCode::kOutOfRange, std::move(m));
+}
+Status unimplemented_error(std::string m) {
+  return Status(StatusCode::kUnimplemented, std::move(m));
+}
+Status internal_error(std::string m) {
+  return Status(StatusCode::kInternal, std::move(m));
+}
+Status data_loss_error(std::string m) {
+  return Status(StatusCode::kDataLoss, std::move(m));
+}
 
 Status errno_error(std::string_view path, std::string_view what, int err) {
   std::string m(path);

@@ -32,10 +32,15 @@ void set_command_line(int argc, char** argv) {
   }
 }
 
-std::string joined_command_line() { return g_command_line; }
+std::string joined_command_line() {
+  return g_command_line;
+}
 
 Progress::Progress(std::string label, std::string unit, bool quiet)
-    : label_(std::move(label)), unit_(std::move(unit)), quiet_(quiet), tty_(::isatty(STDERR_FILENO) != 0) {}
+    : label_(std::move(label)),
+      unit_(std::move(unit)),
+      quiet_(quiet),
+      tty_(::isatty(STDERR_FILENO) != 0) {}
 
 void Progress::update(uint64_t done, uint64_t total, double seconds, bool final) {
   if (quiet_) return;
@@ -52,8 +57,9 @@ void Progress::update(uint64_t done, uint64_t total, double seconds, bool final)
     int filled = static_cast<int>(frac * kWidth);
     std::string bar = std::string(filled, '#') + std::string(kWidth - filled, '.');
     std::fprintf(stderr, "\r%s [%s] %llu/%llu %3.0f%%  %.0f %s/s  ETA %s \x1b[K", label_.c_str(),
-                 bar.c_str(), static_cast<unsigned long long>(done), static_cast<unsigned long long>(total),
-                 frac * 100, rate, unit_.c_str(), duration(eta).c_str());
+                 bar.c_str(), static_cast<unsigned long long>(done),
+                 static_cast<unsigned long long>(total), frac * 100, rate, unit_.c_str(),
+                 duration(eta).c_str());
     if (final) std::fputc('\n', stderr);
   } else if (!final || drawn_) {
     std::fprintf(stderr, "%s: %llu/%llu %s (%.0f%%), %.0f %s/s, ETA %s\n", label_.c_str(),

@@ -33,7 +33,9 @@ Result<std::vector<std::string>> read_classes(const std::string& path) {
   return names;
 }
 
-std::string mb(uint64_t b) { return fmt::format("{:.1f} MB", b / 1e6); }
+std::string mb(uint64_t b) {
+  return fmt::format("{:.1f} MB", b / 1e6);
+}
 
 int run(ConvertCli& c) {
   ConvertOptions& o = c.options;
@@ -44,7 +46,8 @@ int run(ConvertCli& c) {
   if (c.check != "decode" && c.check != "header") {
     return report_error("convert", invalid_argument_error("--check must be decode or header"));
   }
-  if (c.shard_size_mb <= 0) return report_error("convert", invalid_argument_error("--shard-size must be above 0"));
+  if (c.shard_size_mb <= 0)
+    return report_error("convert", invalid_argument_error("--shard-size must be above 0"));
   o.compression = *compression;
   o.on_error = *policy;
   o.check_decode = c.check == "decode";
@@ -57,9 +60,12 @@ int run(ConvertCli& c) {
     o.classes = *classes;
   }
   Progress progress("convert", "images", c.quiet);
-  o.progress = [&](const ConvertProgress& p) { progress.update(p.done, p.total, p.seconds, p.done == p.total); };
+  o.progress = [&](const ConvertProgress& p) {
+    progress.update(p.done, p.total, p.seconds, p.done == p.total);
+  };
   o.warn = [](const std::string& file, const std::string& reason) {
-    std::fprintf(stderr, "sluice convert: warning: skipping %s: %s\n", file.c_str(), reason.c_str());
+    std::fprintf(stderr, "sluice convert: warning: skipping %s: %s\n", file.c_str(),
+                 reason.c_str());
   };
   auto report = convert_images(c.src, c.out, o);
   if (!report.ok()) return report_error("convert", report.status());
@@ -72,11 +78,13 @@ int run(ConvertCli& c) {
     std::printf("  %s/%s  %llu records  %s\n", c.out.c_str(), s.file.c_str(),
                 static_cast<unsigned long long>(s.records), mb(s.bytes).c_str());
   }
-  if (r.resized) std::printf("  re-encoded %llu images to a longest side of %d px\n",
-                             static_cast<unsigned long long>(r.resized), o.max_side);
+  if (r.resized)
+    std::printf("  re-encoded %llu images to a longest side of %d px\n",
+                static_cast<unsigned long long>(r.resized), o.max_side);
   if (!r.skipped.empty()) {
     std::printf("  skipped %zu bad file%s:\n", r.skipped.size(), r.skipped.size() == 1 ? "" : "s");
-    for (const auto& [file, reason] : r.skipped) std::printf("    %s: %s\n", file.c_str(), reason.c_str());
+    for (const auto& [file, reason] : r.skipped)
+      std::printf("    %s: %s\n", file.c_str(), reason.c_str());
   }
   if (!r.ignored.empty()) {
     std::printf("  ignored %zu file%s that are not .jpg/.jpeg/.png in a class folder (first: %s)\n",
@@ -91,28 +99,42 @@ int run(ConvertCli& c) {
 void register_convert(CLI::App& app, int* exit_code) {
   auto c = std::make_shared<ConvertCli>();
   ConvertOptions& o = c->options;
-  CLI::App* sub = app.add_subcommand("convert", "Convert an image folder or list file into TFRecord shards");
-  sub->add_option("src", c->src, "ImageFolder tree (SRC/CLASS/*.jpg|jpeg|png) or a CSV/TSV list of path,label")
+  CLI::App* sub =
+      app.add_subcommand("convert", "Convert an image folder or list file into TFRecord shards");
+  sub->add_option("src", c->src,
+                  "ImageFolder tree (SRC/CLASS/*.jpg|jpeg|png) or a CSV/TSV list of path,label")
       ->required();
   sub->add_option("-o,--out", c->out, "Output dataset folder")->required();
-  sub->add_option("--split", o.split, "Split name: shard prefix and dataset.json entry")->capture_default_str();
-  auto* shards = sub->add_option("--shards", o.shards, "Number of shards (instead of --shard-size)");
-  sub->add_option("--shard-size", c->shard_size_mb, "Target shard size in MiB")->capture_default_str()->excludes(shards);
-  sub->add_option("--compression", c->compression, "none | gzip | zlib (whole-file, as TensorFlow writes)")
+  sub->add_option("--split", o.split, "Split name: shard prefix and dataset.json entry")
       ->capture_default_str();
-  sub->add_option("--workers", o.workers, "Worker threads (0 = one per core); output bytes do not depend on it")
+  auto* shards =
+      sub->add_option("--shards", o.shards, "Number of shards (instead of --shard-size)");
+  sub->add_option("--shard-size", c->shard_size_mb, "Target shard size in MiB")
+      ->capture_default_str()
+      ->excludes(shards);
+  sub->add_option("--compression", c->compression,
+                  "none | gzip | zlib (whole-file, as TensorFlow writes)")
       ->capture_default_str();
-  sub->add_option("--max-side", o.max_side, "Re-encode images whose longest side exceeds PX (0 = keep all as they are)")
+  sub->add_option("--workers", o.workers,
+                  "Worker threads (0 = one per core); output bytes do not depend on it")
       ->capture_default_str();
-  sub->add_option("--quality", o.quality, "JPEG quality for re-encoded images")->capture_default_str();
-  sub->add_option("--on-error", c->on_error, "Bad image: fail (stop) | skip (list in summary) | warn (and print now)")
+  sub->add_option("--max-side", o.max_side,
+                  "Re-encode images whose longest side exceeds PX (0 = keep all as they are)")
       ->capture_default_str();
-  sub->add_option("--check", c->check, "decode: decode every image to prove it whole | header: read headers only")
+  sub->add_option("--quality", o.quality, "JPEG quality for re-encoded images")
+      ->capture_default_str();
+  sub->add_option("--on-error", c->on_error,
+                  "Bad image: fail (stop) | skip (list in summary) | warn (and print now)")
+      ->capture_default_str();
+  sub->add_option("--check", c->check,
+                  "decode: decode every image to prove it whole | header: read headers only")
       ->capture_default_str();
   sub->add_option("--seed", o.seed, "Seed of the one-time shuffle")->capture_default_str();
   sub->add_flag("--no-shuffle", c->no_shuffle, "Keep input order (class by class)");
-  sub->add_option("--classes", c->classes_file, "File with one class name per line: label ids follow its order");
-  sub->add_option("--max-pixels", o.max_pixels, "Refuse images declaring more pixels (decompression bombs)")
+  sub->add_option("--classes", c->classes_file,
+                  "File with one class name per line: label ids follow its order");
+  sub->add_option("--max-pixels", o.max_pixels,
+                  "Refuse images declaring more pixels (decompression bombs)")
       ->capture_default_str();
   sub->add_flag("-q,--quiet", c->quiet, "No progress display");
   sub->callback([c, exit_code] { *exit_code = run(*c); });

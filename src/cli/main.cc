@@ -5,8 +5,9 @@
 
 int main(int argc, char** argv) {
   sluice::cli::set_command_line(argc, argv);
-  CLI::App app{"sluice: turns image folders into TFRecord shards and streams them, decoded and "
-               "augmented, into training at the speed of the hardware."};
+  CLI::App app{
+      "sluice: turns image folders into TFRecord shards and streams them, decoded and "
+      "augmented, into training at the speed of the hardware."};
   app.set_version_flag("--version", "sluice " SLUICE_VERSION);
   app.require_subcommand(1);
   int exit_code = sluice::cli::kExitOk;

@@ -61,10 +61,12 @@ std::vector<Job> plan(const SynthOptions& o) {
         int w = o.size, hgt = o.size;
         if (!o.fixed_size) {  // 1x-1.5x the base size, aspect 3:4 to 4:3
           w = o.size + static_cast<int>(h % (o.size / 2 + 1));
-          hgt = std::clamp(static_cast<int>(w * (0.75 + ((h >> 20) % 59) / 100.0)), o.size, o.size * 2);
+          hgt = std::clamp(static_cast<int>(w * (0.75 + ((h >> 20) % 59) / 100.0)), o.size,
+                           o.size * 2);
         }
         bool png = ((h >> 40) % 1000) < static_cast<uint64_t>(o.png_fraction * 1000);
-        jobs.push_back({fmt::format("{}/{:06d}.{}", dir, index, png ? "png" : "jpg"), c, index, w, hgt, png});
+        jobs.push_back(
+            {fmt::format("{}/{:06d}.{}", dir, index, png ? "png" : "jpg"), c, index, w, hgt, png});
       }
     }
   }
@@ -84,8 +86,9 @@ Status render(const Job& j, const SynthOptions& o) {
 int run(const SynthOptions& o) {
   if (o.classes < 2 || o.per_class < 1 || o.size < 8 || o.quality < 1 || o.quality > 100 ||
       o.png_fraction < 0 || o.png_fraction > 1) {
-    return report_error("synth", invalid_argument_error(
-        "need --classes >= 2, --per-class >= 1, --size >= 8, --quality 1..100, --png-fraction 0..1"));
+    return report_error("synth",
+                        invalid_argument_error("need --classes >= 2, --per-class >= 1, --size >= "
+                                               "8, --quality 1..100, --png-fraction 0..1"));
   }
   std::vector<Job> jobs = plan(o);
   std::error_code ec;
@@ -93,7 +96,8 @@ int run(const SynthOptions& o) {
     fs::create_directories(fs::path(j.path).parent_path(), ec);
     if (ec) return report_error("synth", errno_error(j.path, "cannot create folder", ec.value()));
   }
-  size_t workers = o.workers > 0 ? static_cast<size_t>(o.workers) : std::max(1u, std::thread::hardware_concurrency());
+  size_t workers = o.workers > 0 ? static_cast<size_t>(o.workers)
+                                 : std::max(1u, std::thread::hardware_concurrency());
   std::atomic<size_t> next{0};
   std::vector<Status> errors(workers);
   {
@@ -110,8 +114,8 @@ int run(const SynthOptions& o) {
   for (const Status& s : errors) {
     if (!s.ok()) return report_error("synth", s);
   }
-  std::printf("synth: wrote %zu images (%d classes) to %s/train and %s/val\n", jobs.size(), o.classes,
-              o.out.c_str(), o.out.c_str());
+  std::printf("synth: wrote %zu images (%d classes) to %s/train and %s/val\n", jobs.size(),
+              o.classes, o.out.c_str(), o.out.c_str());
   return kExitOk;
 }
 
@@ -119,14 +123,18 @@ int run(const SynthOptions& o) {
 
 void register_synth(CLI::App& app, int* exit_code) {
   auto o = std::make_shared<SynthOptions>();
-  CLI::App* sub = app.add_subcommand("synth", "Render a learnable synthetic image dataset (ImageFolder layout)");
+  CLI::App* sub = app.add_subcommand(
+      "synth", "Render a learnable synthetic image dataset (ImageFolder layout)");
   sub->add_option("out", o->out, "Output folder (train/ and val/ are made inside)")->required();
   sub->add_option("--classes", o->classes, "Number of classes (shapes)")->capture_default_str();
   sub->add_option("--per-class", o->per_class, "Training images per class")->capture_default_str();
-  sub->add_option("--val-per-class", o->val_per_class, "Validation images per class (default per-class/5)");
-  sub->add_option("--size", o->size, "Base image side in pixels (images are 1x-1.5x this)")->capture_default_str();
+  sub->add_option("--val-per-class", o->val_per_class,
+                  "Validation images per class (default per-class/5)");
+  sub->add_option("--size", o->size, "Base image side in pixels (images are 1x-1.5x this)")
+      ->capture_default_str();
   sub->add_flag("--fixed-size", o->fixed_size, "Every image exactly --size square");
-  sub->add_option("--png-fraction", o->png_fraction, "Share of images written as PNG")->capture_default_str();
+  sub->add_option("--png-fraction", o->png_fraction, "Share of images written as PNG")
+      ->capture_default_str();
   sub->add_option("--quality", o->quality, "JPEG quality")->capture_default_str();
   sub->add_option("--seed", o->seed, "Seed: same seed, same bytes")->capture_default_str();
   sub->add_option("--workers", o->workers, "Threads (0 = one per core)")->capture_default_str();

@@ -181,7 +181,8 @@ class ShardSet {
   // Closes the last shard (opening empty ones up to `shards` if fixed),
   // renames all into place and writes their indexes.
   Result<std::vector<ShardInfo>> finish() {
-    size_t want = options_.shards > 0 ? static_cast<size_t>(options_.shards) : std::max<size_t>(1, shards_.size());
+    size_t want = options_.shards > 0 ? static_cast<size_t>(options_.shards)
+                                      : std::max<size_t>(1, shards_.size());
     while (shards_.size() < want) SLUICE_RETURN_IF_ERROR(open_next());
     if (writer_) SLUICE_RETURN_IF_ERROR(writer_->close());
     writer_.reset();
@@ -193,7 +194,8 @@ class ShardSet {
       info.index = fmt::format("{}-{:05d}-of-{:05d}.idx", split_, i, n);
       info.records = shards_[i].index.size();
       std::string final_path = (fs::path(dir_) / info.file).string();
-      SLUICE_ASSIGN_OR_RETURN(std::string bytes, detail::read_file(shards_[i].partial, uint64_t{1} << 40));
+      SLUICE_ASSIGN_OR_RETURN(std::string bytes,
+                              detail::read_file(shards_[i].partial, uint64_t{1} << 40));
       info.bytes = bytes.size();
       info.crc32c = crc32c(bytes);
       SLUICE_RETURN_IF_ERROR(write_index((fs::path(dir_) / info.index).string(), shards_[i].index));
@@ -224,7 +226,8 @@ class ShardSet {
   Status open_next() {
     if (writer_) SLUICE_RETURN_IF_ERROR(writer_->close());
     Shard s;
-    s.partial = (fs::path(dir_) / fmt::format(".{}-{:05d}.partial", split_, shards_.size())).string();
+    s.partial =
+        (fs::path(dir_) / fmt::format(".{}-{:05d}.partial", split_, shards_.size())).string();
     RecordWriterOptions wo;
     wo.compression = options_.compression;
     SLUICE_ASSIGN_OR_RETURN(writer_, RecordWriter::create(s.partial, wo));
@@ -243,14 +246,18 @@ class ShardSet {
 Status validate(const ConvertOptions& o) {
   static const std::regex kSplit("[A-Za-z0-9_.]+");
   if (!std::regex_match(o.split, kSplit)) {
-    return invalid_argument_error("split name '" + o.split + "' may use only letters, digits, '_' and '.'");
+    return invalid_argument_error("split name '" + o.split +
+                                  "' may use only letters, digits, '_' and '.'");
   }
   if (o.shards < 0) return invalid_argument_error("--shards must be 0 or more");
-  if (o.shards == 0 && o.shard_bytes == 0) return invalid_argument_error("--shard-size must be above 0");
+  if (o.shards == 0 && o.shard_bytes == 0)
+    return invalid_argument_error("--shard-size must be above 0");
   if (o.workers < 0) return invalid_argument_error("--workers must be 0 (one per core) or more");
   if (o.max_side < 0) return invalid_argument_error("--max-side must be 0 (off) or more");
-  if (o.quality < 1 || o.quality > 100) return invalid_argument_error("--quality must be within 1..100");
-  if (o.compression == Compression::kAuto) return invalid_argument_error("--compression must be none, gzip or zlib");
+  if (o.quality < 1 || o.quality > 100)
+    return invalid_argument_error("--quality must be within 1..100");
+  if (o.compression == Compression::kAuto)
+    return invalid_argument_error("--compression must be none, gzip or zlib");
   return Status();
 }
 
@@ -292,8 +299,8 @@ Result<ConvertReport> convert_images(const std::string& src, const std::string& 
     SLUICE_ASSIGN_OR_RETURN(source, read_list_file(src, classes));
   }
   if (have_manifest && !manifest.classes.empty() && source.classes != manifest.classes) {
-    return invalid_argument_error(fmt::format("{}: its class list differs from the one in {}/{}", src,
-                                              out_dir, kManifestName));
+    return invalid_argument_error(fmt::format("{}: its class list differs from the one in {}/{}",
+                                              src, out_dir, kManifestName));
   }
   fs::create_directories(out_dir, ec);
   if (ec) return errno_error(out_dir, "cannot create folder", ec.value());
@@ -344,7 +351,8 @@ Result<ConvertReport> convert_images(const std::string& src, const std::string& 
       progress.written = report.written;
       progress.skipped = report.skipped.size();
       progress.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-      if (options.progress && (k + 1 == n || Clock::now() - last_report > std::chrono::milliseconds(100))) {
+      if (options.progress &&
+          (k + 1 == n || Clock::now() - last_report > std::chrono::milliseconds(100))) {
         last_report = Clock::now();
         options.progress(progress);
       }
@@ -355,8 +363,8 @@ Result<ConvertReport> convert_images(const std::string& src, const std::string& 
   }
   if (!failure.ok()) return failure;
   if (report.written == 0) {
-    return data_loss_error(src + ": no image could be converted (" + std::to_string(report.skipped.size()) +
-                           " bad files)");
+    return data_loss_error(src + ": no image could be converted (" +
+                           std::to_string(report.skipped.size()) + " bad files)");
   }
   SLUICE_ASSIGN_OR_RETURN(report.shards, shards.finish());
   remove_stale_shards(out_dir, options.split, report.shards);

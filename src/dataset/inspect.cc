@@ -137,7 +137,8 @@ class Inspector {
     if (options_.verify) verify_file(t, *f, entries);
   }
 
-  void record(const std::string& path, int64_t offset, std::string_view rec, std::optional<bool>* examples) {
+  void record(const std::string& path, int64_t offset, std::string_view rec,
+              std::optional<bool>* examples) {
     Example e;
     Status s = decode_example(rec, &e);
     if (!s.ok()) {
@@ -181,9 +182,11 @@ class Inspector {
       if (!l->second.int64_list.empty()) {
         int64_t label = l->second.int64_list[0];
         r_.labels[label]++;
-        if (!r_.classes.empty() && (label < 0 || label >= static_cast<int64_t>(r_.classes.size()))) {
-          problem(path, offset, fmt::format("label {} is outside the class list ({} classes)", label,
-                                            r_.classes.size()));
+        if (!r_.classes.empty() &&
+            (label < 0 || label >= static_cast<int64_t>(r_.classes.size()))) {
+          problem(path, offset,
+                  fmt::format("label {} is outside the class list ({} classes)", label,
+                              r_.classes.size()));
         }
       } else if (!l->second.bytes_list.empty()) {
         r_.label_names[l->second.bytes_list[0]]++;
@@ -206,13 +209,16 @@ class Inspector {
     if (options_.verify) check_declared_size(path, offset, e, *info);
   }
 
-  void check_declared_size(const std::string& path, int64_t offset, const Example& e, const ImageInfo& info) {
-    for (auto [key, actual] : {std::pair{keys_->width, info.width}, std::pair{keys_->height, info.height}}) {
+  void check_declared_size(const std::string& path, int64_t offset, const Example& e,
+                           const ImageInfo& info) {
+    for (auto [key, actual] :
+         {std::pair{keys_->width, info.width}, std::pair{keys_->height, info.height}}) {
       auto f = e.features.find(key);
       if (key.empty() || f == e.features.end() || f->second.int64_list.empty()) continue;
       if (f->second.int64_list[0] != actual) {
-        problem(path, offset, fmt::format("feature {} says {} but the image is {}", key,
-                                          f->second.int64_list[0], actual));
+        problem(path, offset,
+                fmt::format("feature {} says {} but the image is {}", key, f->second.int64_list[0],
+                            actual));
       }
     }
   }
@@ -226,23 +232,27 @@ class Inspector {
       if (!index.ok()) {
         problem(idx, -1, bare(index.status(), idx, -1));
       } else if (*index != entries) {
-        problem(idx, -1, fmt::format("index has {} entries that do not match the {} records of {}",
-                                     index->size(), entries.size(), t.path));
+        problem(idx, -1,
+                fmt::format("index has {} entries that do not match the {} records of {}",
+                            index->size(), entries.size(), t.path));
       }
     } else if (t.shard) {
       problem(idx, -1, "index file missing");
     }
     if (!t.shard) return;
     if (f.records != t.shard->records) {
-      problem(t.path, -1, fmt::format("holds {} records, dataset.json says {}", f.records, t.shard->records));
+      problem(t.path, -1,
+              fmt::format("holds {} records, dataset.json says {}", f.records, t.shard->records));
     }
     auto bytes = detail::read_file(t.path, uint64_t{1} << 40);
     if (!bytes.ok()) return;
     if (bytes->size() != t.shard->bytes) {
-      problem(t.path, -1, fmt::format("is {} bytes, dataset.json says {}", bytes->size(), t.shard->bytes));
+      problem(t.path, -1,
+              fmt::format("is {} bytes, dataset.json says {}", bytes->size(), t.shard->bytes));
     } else if (crc32c(*bytes) != t.shard->crc32c) {
-      problem(t.path, -1, fmt::format("checksum {:08x} differs from dataset.json's {:08x}", crc32c(*bytes),
-                                      t.shard->crc32c));
+      problem(t.path, -1,
+              fmt::format("checksum {:08x} differs from dataset.json's {:08x}", crc32c(*bytes),
+                          t.shard->crc32c));
     }
   }
 
@@ -265,12 +275,14 @@ std::string Problem::to_string() const {
   return fmt::format("{}: offset {}: {}", file, offset, reason);
 }
 
-Result<InspectReport> inspect(const std::vector<std::string>& paths, const InspectOptions& options) {
+Result<InspectReport> inspect(const std::vector<std::string>& paths,
+                              const InspectOptions& options) {
   if (paths.empty()) return invalid_argument_error("nothing to inspect: give one or more paths");
   InspectReport report;
   std::vector<Target> targets;
   std::vector<std::unique_ptr<DatasetManifest>> manifests;  // targets point into these
-  for (const std::string& p : paths) SLUICE_RETURN_IF_ERROR(resolve(p, &targets, &manifests, &report));
+  for (const std::string& p : paths)
+    SLUICE_RETURN_IF_ERROR(resolve(p, &targets, &manifests, &report));
   Inspector inspector(options, &report);
   for (const Target& t : targets) inspector.file(t);
   return report;

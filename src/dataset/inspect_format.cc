@@ -24,7 +24,8 @@ void append_range(std::string* out, const char* name, const RangeStats& r, bool 
     *out += fmt::format("  {:<7} min {}  mean {}  max {}\n", name, human_bytes(r.min),
                         human_bytes(r.mean()), human_bytes(r.max));
   } else {
-    *out += fmt::format("  {:<7} min {:.0f}  mean {:.1f}  max {:.0f}\n", name, r.min, r.mean(), r.max);
+    *out +=
+        fmt::format("  {:<7} min {:.0f}  mean {:.1f}  max {:.0f}\n", name, r.min, r.mean(), r.max);
   }
 }
 
@@ -34,8 +35,9 @@ void append_classes(std::string* out, const InspectReport& r) {
   for (const auto& [label, n] : r.label_names) most = std::max(most, n);
   auto bar = [&](uint64_t n) { return std::string(most ? (n * 30 + most - 1) / most : 0, '#'); };
   if (!r.labels.empty()) {
-    *out += fmt::format("classes: {} labels seen{}\n", r.labels.size(),
-                        r.classes.empty() ? "" : fmt::format(" of {} in dataset.json", r.classes.size()));
+    *out += fmt::format(
+        "classes: {} labels seen{}\n", r.labels.size(),
+        r.classes.empty() ? "" : fmt::format(" of {} in dataset.json", r.classes.size()));
     size_t shown = 0;
     for (const auto& [label, n] : r.labels) {
       if (++shown > 40) {
@@ -43,7 +45,8 @@ void append_classes(std::string* out, const InspectReport& r) {
         break;
       }
       std::string name = label >= 0 && label < static_cast<int64_t>(r.classes.size())
-                             ? r.classes[static_cast<size_t>(label)] : "";
+                             ? r.classes[static_cast<size_t>(label)]
+                             : "";
       *out += fmt::format("  {:>5} {:<20} {:>8}  {}\n", label, name.substr(0, 20), n, bar(n));
     }
   }
@@ -58,13 +61,15 @@ void append_classes(std::string* out, const InspectReport& r) {
 }  // namespace
 
 std::string format_inspect_text(const InspectReport& r) {
-  std::string out = fmt::format("{} file{}, {} records, {} on disk ({} of records)\n", r.files.size(),
-                                r.files.size() == 1 ? "" : "s", r.records, human_bytes(r.file_bytes),
-                                human_bytes(r.record_bytes));
+  std::string out = fmt::format("{} file{}, {} records, {} on disk ({} of records)\n",
+                                r.files.size(), r.files.size() == 1 ? "" : "s", r.records,
+                                human_bytes(r.file_bytes), human_bytes(r.record_bytes));
   for (const FileSummary& f : r.files) {
-    out += fmt::format("  {}  {} records  {}{}{}\n", f.path, f.records, human_bytes(f.file_bytes),
-                       f.compression == Compression::kNone ? "" : fmt::format("  {}", compression_name(f.compression)),
-                       f.problems ? fmt::format("  {} problem{}", f.problems, f.problems == 1 ? "" : "s") : "");
+    out += fmt::format(
+        "  {}  {} records  {}{}{}\n", f.path, f.records, human_bytes(f.file_bytes),
+        f.compression == Compression::kNone ? ""
+                                            : fmt::format("  {}", compression_name(f.compression)),
+        f.problems ? fmt::format("  {} problem{}", f.problems, f.problems == 1 ? "" : "s") : "");
   }
   if (!r.payloads.empty()) {
     out += "payload:";
@@ -74,10 +79,11 @@ std::string format_inspect_text(const InspectReport& r) {
   if (!r.schema.empty()) {
     out += "schema:\n";
     for (const auto& [key, st] : r.schema) {
-      std::string values = st.min_values == st.max_values ? fmt::format("{}", st.min_values)
-                                                          : fmt::format("{}..{}", st.min_values, st.max_values);
-      out += fmt::format("  {:<34} {:<11} in {:>8} records, {} value{}\n", key, st.kind, st.records, values,
-                         st.max_values == 1 ? "" : "s");
+      std::string values = st.min_values == st.max_values
+                               ? fmt::format("{}", st.min_values)
+                               : fmt::format("{}..{}", st.min_values, st.max_values);
+      out += fmt::format("  {:<34} {:<11} in {:>8} records, {} value{}\n", key, st.kind, st.records,
+                         values, st.max_values == 1 ? "" : "s");
     }
   }
   if (r.has_images) {
@@ -112,15 +118,20 @@ std::string format_inspect_json(const InspectReport& r) {
   j["record_bytes"] = r.record_bytes;
   json files = json::array();
   for (const FileSummary& f : r.files) {
-    files.push_back({{"path", f.path}, {"compression", std::string(compression_name(f.compression))},
-                     {"records", f.records}, {"file_bytes", f.file_bytes},
-                     {"record_bytes", f.record_bytes}, {"problems", f.problems}});
+    files.push_back({{"path", f.path},
+                     {"compression", std::string(compression_name(f.compression))},
+                     {"records", f.records},
+                     {"file_bytes", f.file_bytes},
+                     {"record_bytes", f.record_bytes},
+                     {"problems", f.problems}});
   }
   j["files"] = files;
   j["payloads"] = r.payloads;
   json schema = json::object();
   for (const auto& [key, st] : r.schema) {
-    schema[key] = {{"kind", st.kind}, {"records", st.records}, {"min_values", st.min_values},
+    schema[key] = {{"kind", st.kind},
+                   {"records", st.records},
+                   {"min_values", st.min_values},
                    {"max_values", st.max_values}};
   }
   j["schema"] = schema;
@@ -128,8 +139,9 @@ std::string format_inspect_json(const InspectReport& r) {
     auto range = [](const RangeStats& s) {
       return json{{"count", s.count}, {"min", s.min}, {"mean", s.mean()}, {"max", s.max}};
     };
-    j["images"] = {{"key", r.keys.image},   {"formats", r.image_formats}, {"subsampling", r.subsampling},
-                   {"progressive", r.progressive}, {"width", range(r.width)}, {"height", range(r.height)},
+    j["images"] = {{"key", r.keys.image},          {"formats", r.image_formats},
+                   {"subsampling", r.subsampling}, {"progressive", r.progressive},
+                   {"width", range(r.width)},      {"height", range(r.height)},
                    {"bytes", range(r.image_bytes)}};
   }
   j["classes"] = r.classes;

@@ -2,7 +2,9 @@
 
 namespace sluice {
 
-FeatureKeys tensorflow_feature_keys() { return FeatureKeys{}; }
+FeatureKeys tensorflow_feature_keys() {
+  return FeatureKeys{};
+}
 
 FeatureKeys image_raw_feature_keys() {
   FeatureKeys k;
@@ -18,8 +20,9 @@ FeatureKeys image_raw_feature_keys() {
 Result<FeatureKeys> detect_feature_keys(const Example& example) {
   if (example.features.count("image/encoded")) return tensorflow_feature_keys();
   if (example.features.count("image_raw")) return image_raw_feature_keys();
-  return not_found_error("no image feature (neither image/encoded nor image_raw); name the keys "
-                         "explicitly");
+  return not_found_error(
+      "no image feature (neither image/encoded nor image_raw); name the keys "
+      "explicitly");
 }
 
 Result<ErrorPolicy> parse_error_policy(std::string_view name) {

@@ -16,8 +16,8 @@ constexpr const char* kFormatTag = "sluice-dataset";
 constexpr uint64_t kMaxManifestBytes = uint64_t{256} << 20;
 
 json keys_to_json(const FeatureKeys& k) {
-  return json{{"image", k.image}, {"format", k.format}, {"label", k.label},
-              {"height", k.height}, {"width", k.width}, {"key", k.key}};
+  return json{{"image", k.image},   {"format", k.format}, {"label", k.label},
+              {"height", k.height}, {"width", k.width},   {"key", k.key}};
 }
 
 // Reads a required field of the expected JSON type, or explains which one
@@ -66,7 +66,8 @@ Status shard_from_json(const json& j, ShardInfo* s, std::string_view where) {
   for (const std::string* name : {&s->file, &s->index}) {
     std::filesystem::path p(*name);
     if (p.is_absolute() || name->find("..") != std::string::npos || name->empty()) {
-      return data_loss_error(fmt::format("{}: shard path '{}' leaves the dataset folder", where, *name));
+      return data_loss_error(
+          fmt::format("{}: shard path '{}' leaves the dataset folder", where, *name));
     }
   }
   return Status();
@@ -88,13 +89,14 @@ Status split_from_json(const json& j, SplitInfo* s, std::string_view where) {
   uint64_t total = 0;
   for (size_t i = 0; i < shards->size(); ++i) {
     ShardInfo info;
-    SLUICE_RETURN_IF_ERROR(shard_from_json((*shards)[i], &info, fmt::format("{}: shard {}", where, i)));
+    SLUICE_RETURN_IF_ERROR(
+        shard_from_json((*shards)[i], &info, fmt::format("{}: shard {}", where, i)));
     total += info.records;
     s->shards.push_back(std::move(info));
   }
   if (total != s->records) {
-    return data_loss_error(fmt::format("{}: shards hold {} records but the split says {}", where,
-                                       total, s->records));
+    return data_loss_error(
+        fmt::format("{}: shards hold {} records but the split says {}", where, total, s->records));
   }
   if (auto sk = j.find("skipped"); sk != j.end() && sk->is_array()) {
     for (const json& e : *sk) {
@@ -139,8 +141,10 @@ Result<DatasetManifest> parse_manifest(std::string_view text, std::string_view n
     return data_loss_error(fmt::format("{}: missing object 'splits'", name));
   }
   for (const auto& [split, value] : splits->items()) {
-    if (!value.is_object()) return data_loss_error(fmt::format("{}: split '{}' is not an object", name, split));
-    SLUICE_RETURN_IF_ERROR(split_from_json(value, &m.splits[split], fmt::format("{}: split '{}'", name, split)));
+    if (!value.is_object())
+      return data_loss_error(fmt::format("{}: split '{}' is not an object", name, split));
+    SLUICE_RETURN_IF_ERROR(
+        split_from_json(value, &m.splits[split], fmt::format("{}: split '{}'", name, split)));
   }
   return m;
 }
@@ -155,11 +159,15 @@ std::string format_manifest(const DatasetManifest& m) {
   for (const auto& [name, s] : m.splits) {
     json shards = json::array();
     for (const ShardInfo& sh : s.shards) {
-      shards.push_back(json{{"file", sh.file}, {"index", sh.index}, {"records", sh.records},
-                            {"bytes", sh.bytes}, {"crc32c", fmt::format("{:08x}", sh.crc32c)}});
+      shards.push_back(json{{"file", sh.file},
+                            {"index", sh.index},
+                            {"records", sh.records},
+                            {"bytes", sh.bytes},
+                            {"crc32c", fmt::format("{:08x}", sh.crc32c)}});
     }
     json skipped = json::array();
-    for (const auto& [file, reason] : s.skipped) skipped.push_back(json{{"file", file}, {"reason", reason}});
+    for (const auto& [file, reason] : s.skipped)
+      skipped.push_back(json{{"file", file}, {"reason", reason}});
     splits[name] = json{{"compression", std::string(compression_name(s.compression))},
                         {"records", s.records},
                         {"shards", shards},
@@ -174,7 +182,8 @@ std::string format_manifest(const DatasetManifest& m) {
 Result<DatasetManifest> read_manifest(const std::string& dir_or_file) {
   std::string path = dir_or_file;
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) path = (std::filesystem::path(path) / kManifestName).string();
+  if (std::filesystem::is_directory(path, ec))
+    path = (std::filesystem::path(path) / kManifestName).string();
   SLUICE_ASSIGN_OR_RETURN(std::string text, detail::read_file(path, kMaxManifestBytes));
   return parse_manifest(text, path);
 }

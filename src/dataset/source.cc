@@ -16,13 +16,15 @@ namespace fs = std::filesystem;
 
 bool is_image_name(const fs::path& p) {
   std::string ext = p.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   return ext == ".jpg" || ext == ".jpeg" || ext == ".png";
 }
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -42,7 +44,8 @@ std::optional<int64_t> parse_int(std::string_view s) {
 
 }  // namespace
 
-Result<SourceList> list_image_folder(const std::string& root, const std::vector<std::string>& classes) {
+Result<SourceList> list_image_folder(const std::string& root,
+                                     const std::vector<std::string>& classes) {
   std::error_code ec;
   if (!fs::exists(root, ec)) return not_found_error(root + ": no such folder");
   if (!fs::is_directory(root, ec)) return invalid_argument_error(root + ": not a folder");
@@ -69,11 +72,12 @@ Result<SourceList> list_image_folder(const std::string& root, const std::vector<
   for (const std::string& d : dirs) {
     auto id = ids.find(d);
     if (id == ids.end()) {
-      return invalid_argument_error(fmt::format("{}/{}: class folder '{}' is not in the class list", root, d, d));
+      return invalid_argument_error(
+          fmt::format("{}/{}: class folder '{}' is not in the class list", root, d, d));
     }
     std::vector<fs::path> files;
-    for (const auto& e : fs::recursive_directory_iterator(fs::path(root) / d,
-                                                          fs::directory_options::follow_directory_symlink, ec)) {
+    for (const auto& e : fs::recursive_directory_iterator(
+             fs::path(root) / d, fs::directory_options::follow_directory_symlink, ec)) {
       if (!e.is_regular_file()) continue;
       if (is_image_name(e.path())) {
         files.push_back(e.path());
@@ -93,7 +97,8 @@ Result<SourceList> list_image_folder(const std::string& root, const std::vector<
   return out;
 }
 
-Result<SourceList> read_list_file(const std::string& list_path, const std::vector<std::string>& classes) {
+Result<SourceList> read_list_file(const std::string& list_path,
+                                  const std::vector<std::string>& classes) {
   SLUICE_ASSIGN_OR_RETURN(std::string text, detail::read_file(list_path, uint64_t{4} << 30));
   fs::path base = fs::path(list_path).parent_path();
   struct Row {
@@ -112,8 +117,8 @@ Result<SourceList> read_list_file(const std::string& list_path, const std::vecto
     size_t sep = line.find('\t');
     if (sep == std::string_view::npos) sep = line.rfind(',');
     if (sep == std::string_view::npos) {
-      return invalid_argument_error(fmt::format("{}: line {}: expected 'path,label' or 'path<TAB>label'",
-                                                list_path, line_no));
+      return invalid_argument_error(fmt::format(
+          "{}: line {}: expected 'path,label' or 'path<TAB>label'", list_path, line_no));
     }
     std::string_view path = unquote(trim(line.substr(0, sep)));
     std::string_view label = unquote(trim(line.substr(sep + 1)));
@@ -122,7 +127,8 @@ Result<SourceList> read_list_file(const std::string& list_path, const std::vecto
       continue;  // header
     }
     if (path.empty() || label.empty()) {
-      return invalid_argument_error(fmt::format("{}: line {}: empty path or label", list_path, line_no));
+      return invalid_argument_error(
+          fmt::format("{}: line {}: empty path or label", list_path, line_no));
     }
     rows.push_back({std::string(path), std::string(label), line_no});
   }
@@ -140,7 +146,8 @@ Result<SourceList> read_list_file(const std::string& list_path, const std::vecto
     int64_t max_id = 0;
     for (const Row& r : rows) max_id = std::max(max_id, *parse_int(r.label));
     if (max_id > 1'000'000) {
-      return invalid_argument_error(fmt::format("{}: label {} is too large for a class id", list_path, max_id));
+      return invalid_argument_error(
+          fmt::format("{}: label {} is too large for a class id", list_path, max_id));
     }
     for (int64_t i = 0; i <= max_id; ++i) out.classes.push_back(std::to_string(i));
   } else {
@@ -155,12 +162,13 @@ Result<SourceList> read_list_file(const std::string& list_path, const std::vecto
     int64_t id;
     if (auto it = ids.find(r.label); it != ids.end()) {
       id = it->second;
-    } else if (auto v = parse_int(r.label); all_ints && v && *v >= 0 &&
-                                            *v < static_cast<int64_t>(out.classes.size())) {
+    } else if (auto v = parse_int(r.label);
+               all_ints && v && *v >= 0 && *v < static_cast<int64_t>(out.classes.size())) {
       id = *v;
     } else {
-      return invalid_argument_error(fmt::format("{}: line {}: label '{}' is outside the class list ({} classes)",
-                                                list_path, r.line, r.label, out.classes.size()));
+      return invalid_argument_error(
+          fmt::format("{}: line {}: label '{}' is outside the class list ({} classes)", list_path,
+                      r.line, r.label, out.classes.size()));
     }
     fs::path p(r.path);
     fs::path full = p.is_absolute() ? p : base / p;

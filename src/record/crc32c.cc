@@ -24,7 +24,9 @@ uint32_t crc32c_extend(uint32_t crc, std::string_view data) {
   return ~reg;
 }
 
-uint32_t crc32c(std::string_view data) { return crc32c_extend(0, data); }
+uint32_t crc32c(std::string_view data) {
+  return crc32c_extend(0, data);
+}
 
 uint32_t mask_crc(uint32_t crc) {
   return ((crc >> 15) | (crc << 17)) + record_format::kMaskDelta;

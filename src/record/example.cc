@@ -1,11 +1,12 @@
 // Example / SequenceExample / Event <-> protobuf. Protobuf stays inside this
 // file; the public types are plain structs.
+#include "sluice/example.h"
+
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/unknown_field_set.h>
 
 #include "record/tf_protos.pb.h"
-#include "sluice/example.h"
 
 namespace sluice {
 namespace {
@@ -36,8 +37,8 @@ bool fully_known(const pb::Message& m) {
 template <typename Proto>
 Status parse_strict(std::string_view data, Proto* proto, std::string_view what) {
   if (data.size() > kMaxMessageBytes) {
-    return resource_exhausted_error("a " + std::string(what) + " of " + std::to_string(data.size()) +
-                                    " bytes is over the limit");
+    return resource_exhausted_error("a " + std::string(what) + " of " +
+                                    std::to_string(data.size()) + " bytes is over the limit");
   }
   if (!proto->ParseFromArray(data.data(), static_cast<int>(data.size()))) {
     return data_loss_error("not a " + std::string(what) + " (protobuf parse failed)");

@@ -46,8 +46,11 @@ class IndexedRecordFile final : public RecordFile {
  public:
   IndexedRecordFile(std::string path, Compression c, std::vector<IndexEntry> index,
                     std::unique_ptr<detail::InputStream> plain, const RecordFileOptions& options)
-      : path_(std::move(path)), compression_(c), index_(std::move(index)),
-        plain_(std::move(plain)), options_(options) {}
+      : path_(std::move(path)),
+        compression_(c),
+        index_(std::move(index)),
+        plain_(std::move(plain)),
+        options_(options) {}
 
   size_t size() const override { return index_.size(); }
   const std::vector<IndexEntry>& index() const override { return index_; }
@@ -153,7 +156,8 @@ Result<std::vector<IndexEntry>> parse_index(std::string_view text, std::string_v
     const char* p = line.data();
     const char* end = line.data() + line.size();
     auto r1 = std::from_chars(p, end, e.offset);
-    if (r1.ec != std::errc()) return bad("expected 'offset size', found '" + std::string(line) + "'");
+    if (r1.ec != std::errc())
+      return bad("expected 'offset size', found '" + std::string(line) + "'");
     p = r1.ptr;
     if (p == end || (*p != ' ' && *p != '\t')) return bad("expected 'offset size'");
     while (p != end && (*p == ' ' || *p == '\t')) ++p;
@@ -161,7 +165,8 @@ Result<std::vector<IndexEntry>> parse_index(std::string_view text, std::string_v
     if (r2.ec != std::errc() || r2.ptr != end) {
       return bad("expected 'offset size', found '" + std::string(line) + "'");
     }
-    if (e.size < kFramingBytes) return bad("record size " + std::to_string(e.size) + " is below 16");
+    if (e.size < kFramingBytes)
+      return bad("record size " + std::to_string(e.size) + " is below 16");
     if (!entries.empty() && e.offset < entries.back().offset + entries.back().size) {
       return bad("record at offset " + std::to_string(e.offset) + " overlaps the one before");
     }
@@ -191,7 +196,8 @@ Status write_index(const std::string& idx_path, const std::vector<IndexEntry>& e
   return detail::write_file_atomic(idx_path, format_index(entries));
 }
 
-Result<std::vector<IndexEntry>> build_index(const std::string& record_path, Compression compression) {
+Result<std::vector<IndexEntry>> build_index(const std::string& record_path,
+                                            Compression compression) {
   RecordReaderOptions ro;
   ro.compression = compression;
   ro.verify_data_crc = false;  // the index needs framing only; reads verify data
@@ -225,8 +231,9 @@ Result<std::unique_ptr<RecordFile>> RecordFile::open(const std::string& path,
     if (plain && !entries.empty()) {
       const IndexEntry& last = entries.back();
       if (last.offset + last.size > static_cast<uint64_t>(plain->known_size())) {
-        return data_loss_error(idx + ": index reaches byte " + std::to_string(last.offset + last.size) +
-                               " but " + path + " has " + std::to_string(plain->known_size()) +
+        return data_loss_error(idx + ": index reaches byte " +
+                               std::to_string(last.offset + last.size) + " but " + path + " has " +
+                               std::to_string(plain->known_size()) +
                                " bytes (stale index: delete it to rebuild)");
       }
     }

@@ -38,7 +38,10 @@ class StreamRecordReader final : public RecordReader {
  public:
   StreamRecordReader(std::string path, Compression c, std::unique_ptr<detail::InputStream> in,
                      const RecordReaderOptions& options)
-      : path_(std::move(path)), compression_(c), in_(std::move(in)), options_(options),
+      : path_(std::move(path)),
+        compression_(c),
+        in_(std::move(in)),
+        options_(options),
         buf_(std::max<size_t>(options.buffer_bytes, 4096)) {}
 
   Status next(std::string_view* record) override {
@@ -63,10 +66,10 @@ class StreamRecordReader final : public RecordReader {
     }
     int64_t known = in_->known_size();
     if (known >= 0 && length + kFramingBytes > static_cast<uint64_t>(known) - pos_) {
-      return fail(data_loss_error(where() + "truncated record: header says " +
-                                  std::to_string(length) + " data bytes, the file holds only " +
-                                  std::to_string(static_cast<uint64_t>(known) - pos_ - kHeaderBytes) +
-                                  " more"));
+      return fail(data_loss_error(
+          where() + "truncated record: header says " + std::to_string(length) +
+          " data bytes, the file holds only " +
+          std::to_string(static_cast<uint64_t>(known) - pos_ - kHeaderBytes) + " more"));
     }
     size_t framed = static_cast<size_t>(length) + kFramingBytes;
     SLUICE_ASSIGN_OR_RETURN(have, fill(framed));

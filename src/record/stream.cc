@@ -159,7 +159,8 @@ class PlainOutput final : public OutputStream {
 // bytes depend only on the input.
 class DeflateOutput final : public OutputStream {
  public:
-  DeflateOutput(File file, Compression c) : file_(std::move(file)), compression_(c), out_(kOutBytes) {}
+  DeflateOutput(File file, Compression c)
+      : file_(std::move(file)), compression_(c), out_(kOutBytes) {}
   ~DeflateOutput() override {
     if (initialised_) deflateEnd(&z_);
   }
@@ -235,8 +236,7 @@ Result<std::unique_ptr<InputStream>> open_input_stream(const std::string& path,
 Result<std::unique_ptr<OutputStream>> open_output_stream(File file, Compression compression,
                                                          int level) {
   switch (compression) {
-    case Compression::kNone:
-      return std::unique_ptr<OutputStream>(new PlainOutput(std::move(file)));
+    case Compression::kNone: return std::unique_ptr<OutputStream>(new PlainOutput(std::move(file)));
     case Compression::kGzip:
     case Compression::kZlib: {
       auto out = std::make_unique<DeflateOutput>(std::move(file), compression);

@@ -118,7 +118,8 @@ TEST_F(ConvertTest, CompressedShardsReadBack) {
 
 TEST_F(ConvertTest, BadImagesUnderEachPolicy) {
   // A truncated JPEG (real file, cut mid-scan) and a text file named .jpg.
-  fs::copy_file(test_data("images/jpeg/wuffs-peacock.default.truncated.jpeg"), src() + "/c1/trunc.jpg");
+  fs::copy_file(test_data("images/jpeg/wuffs-peacock.default.truncated.jpeg"),
+                src() + "/c1/trunc.jpg");
   write_bytes(src() + "/c2/fake.jpg", "this is not an image");
   std::vector<std::string> warned;
   for (ErrorPolicy p : {ErrorPolicy::kSkip, ErrorPolicy::kWarn}) {
@@ -151,7 +152,8 @@ TEST_F(ConvertTest, BadImagesUnderEachPolicy) {
 }
 
 TEST_F(ConvertTest, HeaderOnlyCheckLetsTruncatedFilesThrough) {
-  fs::copy_file(test_data("images/jpeg/wuffs-peacock.default.truncated.jpeg"), src() + "/c1/trunc.jpg");
+  fs::copy_file(test_data("images/jpeg/wuffs-peacock.default.truncated.jpeg"),
+                src() + "/c1/trunc.jpg");
   ConvertOptions o;
   o.check_decode = false;
   auto r = convert_images(src(), out(), o);

@@ -30,8 +30,9 @@ inline void make_image_folder(const std::string& root, int classes, int per_clas
       bool png = index % 5 == 4;
       auto bytes = png ? encode_png(img) : encode_jpeg(img, 85);
       ASSERT_TRUE(bytes.ok());
-      write_bytes(root + "/c" + std::to_string(c) + "/img" + std::to_string(i) + (png ? ".png" : ".jpg"),
-                  *bytes);
+      write_bytes(
+          root + "/c" + std::to_string(c) + "/img" + std::to_string(i) + (png ? ".png" : ".jpg"),
+          *bytes);
     }
   }
 }
@@ -40,7 +41,8 @@ inline void make_image_folder(const std::string& root, int classes, int per_clas
 inline std::map<std::string, std::string> folder_bytes(const std::string& dir) {
   std::map<std::string, std::string> out;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    if (e.is_regular_file()) out[e.path().filename().string()] = *detail::read_file(e.path().string());
+    if (e.is_regular_file())
+      out[e.path().filename().string()] = *detail::read_file(e.path().string());
   }
   return out;
 }

@@ -19,7 +19,9 @@ class InspectTest : public ::testing::Test {
     ASSERT_TRUE(convert_images(dir_.path() + "/images", data(), o).ok());
   }
   std::string data() const { return dir_.path() + "/data"; }
-  std::string shard(int i) const { return data() + "/train-0000" + std::to_string(i) + "-of-00002.tfrecord"; }
+  std::string shard(int i) const {
+    return data() + "/train-0000" + std::to_string(i) + "-of-00002.tfrecord";
+  }
   TempDir dir_;
 };
 
@@ -102,7 +104,8 @@ TEST_F(InspectTest, LabelOutsideTheClassListIsAProblem) {
   auto r = inspect({data()}, InspectOptions{});
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r->problems.size(), 1u);
-  EXPECT_NE(r->problems[0].reason.find("label 7 is outside the class list (2 classes)"), std::string::npos);
+  EXPECT_NE(r->problems[0].reason.find("label 7 is outside the class list (2 classes)"),
+            std::string::npos);
 }
 
 TEST_F(InspectTest, NonExampleRecordAmongExamples) {
@@ -127,7 +130,9 @@ TEST(InspectThirdPartyTest, DetectsImageRawTutorialKeys) {
 TEST(InspectThirdPartyTest, DeeplabImagesAndVerifiedSizes) {
   InspectOptions v;
   v.verify = true;
-  auto r = inspect({test_data("tfrecord/tensorflow-models/deeplab_pascal_voc_seg_val-00000-of-00001.tfrecord")}, v);
+  auto r = inspect(
+      {test_data("tfrecord/tensorflow-models/deeplab_pascal_voc_seg_val-00000-of-00001.tfrecord")},
+      v);
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->ok()) << (r->problems.empty() ? "" : r->problems[0].to_string());
   EXPECT_EQ(r->records, 3u);
@@ -148,7 +153,8 @@ TEST(InspectThirdPartyTest, GzipAndCorruptFiles) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->records, 100u + 100 + 4500);
   EXPECT_TRUE(r->ok());
-  auto bad = inspect({test_data("tfrecord/corrupt/pets_examples.crlf-mangled.record")}, InspectOptions{});
+  auto bad =
+      inspect({test_data("tfrecord/corrupt/pets_examples.crlf-mangled.record")}, InspectOptions{});
   ASSERT_TRUE(bad.ok());
   ASSERT_EQ(bad->problems.size(), 2u);
   EXPECT_EQ(bad->problems[0].to_string().substr(bad->problems[0].file.size()),
@@ -157,8 +163,10 @@ TEST(InspectThirdPartyTest, GzipAndCorruptFiles) {
 }
 
 TEST(InspectThirdPartyTest, MissingPathsFail) {
-  EXPECT_EQ(inspect({"/nonexistent/x.tfrecord"}, InspectOptions{}).status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(inspect({"/nonexistent/*.tfrecord"}, InspectOptions{}).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(inspect({"/nonexistent/x.tfrecord"}, InspectOptions{}).status().code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(inspect({"/nonexistent/*.tfrecord"}, InspectOptions{}).status().code(),
+            StatusCode::kNotFound);
   EXPECT_EQ(inspect({}, InspectOptions{}).status().code(), StatusCode::kInvalidArgument);
 }
 

@@ -47,12 +47,16 @@ TEST(ManifestTest, RejectsDamage) {
   };
   expect_bad("{", "not JSON");
   expect_bad("[]", "not an object");
-  expect_bad(std::string(good).replace(good.find("\"version\": 1"), 12, "\"version\": 9"), "version");
-  expect_bad(std::string(good).replace(good.find("\"records\": 5"), 12, "\"records\": 6"), "count sum");
+  expect_bad(std::string(good).replace(good.find("\"version\": 1"), 12, "\"version\": 9"),
+             "version");
+  expect_bad(std::string(good).replace(good.find("\"records\": 5"), 12, "\"records\": 6"),
+             "count sum");
   expect_bad(std::string(good).replace(good.find("deadbeef"), 8, "deadbeeg"), "crc hex");
-  expect_bad(std::string(good).replace(good.find("train-00000-of-00002.tfrecord"), 29, "../../etc/passwd"),
-             "path escape");
-  expect_bad(std::string(good).replace(good.find("\"classes\""), 9, "\"klasses\""), "missing field");
+  expect_bad(
+      std::string(good).replace(good.find("train-00000-of-00002.tfrecord"), 29, "../../etc/passwd"),
+      "path escape");
+  expect_bad(std::string(good).replace(good.find("\"classes\""), 9, "\"klasses\""),
+             "missing field");
 }
 
 TEST(ManifestTest, MissingManifestIsNotFound) {

@@ -32,7 +32,8 @@ TEST(SourceTest, ImageFolderErrors) {
   EXPECT_EQ(empty.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(empty.status().message().find("no class folders"), std::string_view::npos);
   write_bytes(dir.path() + "/cat/notes.txt", "x");
-  EXPECT_NE(list_image_folder(dir.path()).status().message().find("no .jpg"), std::string_view::npos);
+  EXPECT_NE(list_image_folder(dir.path()).status().message().find("no .jpg"),
+            std::string_view::npos);
   write_bytes(dir.path() + "/cat/a.jpg", "x");
   auto outside = list_image_folder(dir.path(), {"dog"});
   EXPECT_EQ(outside.status().code(), StatusCode::kInvalidArgument);
@@ -41,7 +42,8 @@ TEST(SourceTest, ImageFolderErrors) {
 
 TEST(SourceTest, CsvWithHeaderAndNames) {
   TempDir dir;
-  write_bytes(dir.path() + "/list.csv", "path,label\nimgs/a.jpg,dog\n\"imgs/b c.jpg\",cat\n/abs/c.png , dog\n");
+  write_bytes(dir.path() + "/list.csv",
+              "path,label\nimgs/a.jpg,dog\n\"imgs/b c.jpg\",cat\n/abs/c.png , dog\n");
   auto s = read_list_file(dir.path() + "/list.csv");
   ASSERT_TRUE(s.ok()) << s.status().to_string();
   EXPECT_EQ(s->classes, (std::vector<std::string>{"cat", "dog"}));

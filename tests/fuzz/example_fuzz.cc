@@ -7,7 +7,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (sluice::decode_example(bytes, &e).ok()) {
     sluice::Example back;
     // What we decode, we must be able to encode and decode again, equal.
-    if (!sluice::decode_example(sluice::encode_example(e), &back).ok() || !(back == e)) __builtin_trap();
+    if (!sluice::decode_example(sluice::encode_example(e), &back).ok() || !(back == e))
+      __builtin_trap();
   }
   sluice::SequenceExample se;
   sluice::decode_sequence_example(bytes, &se).ignore();

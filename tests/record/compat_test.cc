@@ -249,16 +249,30 @@ struct EventFile {
 
 TEST(CompatTest, TensorBoardEventFiles) {
   std::vector<EventFile> files = {
-      {"events/lingvo/events.out.tfevents.test", 361, {{"file_version", 1}, {"summary", 360}}, 185200},
-      {"events/tensorboard-profile/end_to_end.tfevents", 25, {{"file_version", 1}, {"summary", 24}}, 0},
+      {"events/lingvo/events.out.tfevents.test",
+       361,
+       {{"file_version", 1}, {"summary", 360}},
+       185200},
+      {"events/tensorboard-profile/end_to_end.tfevents",
+       25,
+       {{"file_version", 1}, {"summary", 24}},
+       0},
       {"events/tensorboard-reducer-pytorch/events.out.tfevents.1622543341.janoshs-mbp.lan.86862.0",
-       101, {{"file_version", 1}, {"summary", 100}}, 495},
-      {"events/tfx-estimator/events.out.tfevents.1646034739.jiyongjung.c.googlers.com", 28,
-       {{"file_version", 1}, {"graph_def", 2}, {"meta_graph_def", 2}, {"session_log", 4},
+       101,
+       {{"file_version", 1}, {"summary", 100}},
+       495},
+      {"events/tfx-estimator/events.out.tfevents.1646034739.jiyongjung.c.googlers.com",
+       28,
+       {{"file_version", 1},
+        {"graph_def", 2},
+        {"meta_graph_def", 2},
+        {"session_log", 4},
         {"summary", 19}},
        1000},
-      {"events/wandb/events.out.tfevents.1585769947.cvp", 105,
-       {{"file_version", 1}, {"graph_def", 1}, {"meta_graph_def", 1}, {"summary", 102}}, 16},
+      {"events/wandb/events.out.tfevents.1585769947.cvp",
+       105,
+       {{"file_version", 1}, {"graph_def", 1}, {"meta_graph_def", 1}, {"summary", 102}},
+       16},
   };
   for (const EventFile& f : files) {
     Scan s = scan(f.path);
@@ -281,8 +295,9 @@ TEST(CompatTest, TensorBoardEventFiles) {
 }
 
 TEST(CompatTest, EventTagsAndValueKinds) {
-  Scan s = scan("events/tensorboard-reducer-pytorch/"
-                "events.out.tfevents.1622543341.janoshs-mbp.lan.86862.0");
+  Scan s = scan(
+      "events/tensorboard-reducer-pytorch/"
+      "events.out.tfevents.1622543341.janoshs-mbp.lan.86862.0");
   ASSERT_EQ(s.records.size(), 101u);
   for (size_t i = 1; i < s.records.size(); ++i) {
     Event ev;

@@ -1,8 +1,8 @@
+#include "sluice/example.h"
+
 #include <gtest/gtest.h>
 
 #include <limits>
-
-#include "sluice/example.h"
 
 namespace sluice {
 namespace {
@@ -10,7 +10,8 @@ namespace {
 Example sample() {
   Example e;
   e.features["image/encoded"] = Feature::of_bytes({std::string("\xff\xd8\x00\xff", 4)});
-  e.features["image/class/label"] = Feature::of_int64s({3, -1, std::numeric_limits<int64_t>::min()});
+  e.features["image/class/label"] =
+      Feature::of_int64s({3, -1, std::numeric_limits<int64_t>::min()});
   e.features["score"] = Feature::of_floats({0.5f, -2.25f, std::numeric_limits<float>::infinity()});
   e.features["empty_bytes"] = Feature::of_bytes({});
   e.features["none"] = Feature{};
@@ -37,7 +38,11 @@ TEST(ExampleTest, WireBytesOfAKnownExample) {
   // TensorFlow serialises it (packed int64 list).
   Example e;
   e.features["a"] = Feature::of_int64s({1});
-  std::string expected("\x0a\x0c\x0a\x0a\x0a\x01" "a" "\x12\x05\x1a\x03\x0a\x01\x01", 14);
+  std::string expected(
+      "\x0a\x0c\x0a\x0a\x0a\x01"
+      "a"
+      "\x12\x05\x1a\x03\x0a\x01\x01",
+      14);
   EXPECT_EQ(encode_example(e), expected);
 }
 

@@ -22,8 +22,8 @@ TEST(IndexTest, ParseRejectsGarbageWithLineNumbers) {
   EXPECT_NE(r.status().message().find("bad.idx: line 2"), std::string_view::npos);
   EXPECT_FALSE(parse_index("0 21 5\n", "i").ok());
   EXPECT_FALSE(parse_index("-1 21\n", "i").ok());
-  EXPECT_FALSE(parse_index("0 8\n", "i").ok());                   // below framing size
-  EXPECT_FALSE(parse_index("0 21\n10 21\n", "i").ok());           // overlap
+  EXPECT_FALSE(parse_index("0 8\n", "i").ok());                         // below framing size
+  EXPECT_FALSE(parse_index("0 21\n10 21\n", "i").ok());                 // overlap
   EXPECT_FALSE(parse_index("99999999999999999999999 21\n", "i").ok());  // overflow
 }
 
@@ -40,7 +40,8 @@ TEST(IndexTest, BuildMatchesWriterOffsets) {
 TEST(RecordFileTest, RandomAccessAllOrdersAndCompressions) {
   TempDir dir;
   std::vector<std::string> recs;
-  for (int i = 0; i < 50; ++i) recs.push_back("record-" + std::to_string(i) + std::string(i * 37, 'p'));
+  for (int i = 0; i < 50; ++i)
+    recs.push_back("record-" + std::to_string(i) + std::string(i * 37, 'p'));
   for (Compression c : {Compression::kNone, Compression::kGzip, Compression::kZlib}) {
     std::string p = write_records(dir.path() + "/r-" + std::string(compression_name(c)), recs, c);
     RecordFileOptions fo;

@@ -41,7 +41,9 @@ inline std::vector<std::string> read_all(const std::string& path, Status* final_
   }
 }
 
-inline std::string slurp(const std::string& path) { return *detail::read_file(path); }
+inline std::string slurp(const std::string& path) {
+  return *detail::read_file(path);
+}
 inline void spit(const std::string& path, const std::string& data) {
   ASSERT_TRUE(detail::write_file_atomic(path, data).ok());
 }

@@ -71,10 +71,12 @@ TEST(WriterTest, RejectsBadOptions) {
   TempDir dir;
   RecordWriterOptions wo;
   wo.compression = Compression::kAuto;
-  EXPECT_EQ(RecordWriter::create(dir.path() + "/a", wo).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(RecordWriter::create(dir.path() + "/a", wo).status().code(),
+            StatusCode::kInvalidArgument);
   wo.compression = Compression::kGzip;
   wo.level = 12;
-  EXPECT_EQ(RecordWriter::create(dir.path() + "/a", wo).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(RecordWriter::create(dir.path() + "/a", wo).status().code(),
+            StatusCode::kInvalidArgument);
   EXPECT_EQ(RecordWriter::create("/nonexistent-dir/a").status().code(), StatusCode::kNotFound);
   EXPECT_EQ(parse_compression("lz4").status().code(), StatusCode::kInvalidArgument);
 }
