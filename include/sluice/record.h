@@ -178,6 +178,9 @@ class RecordFile {
 uint32_t crc32c(std::string_view data);
 uint32_t crc32c_extend(uint32_t crc, std::string_view data);
 uint32_t mask_crc(uint32_t crc);
+// The CRC32C of a whole file's bytes, read in 1 MiB pieces (memory stays
+// flat whatever the file size); *bytes receives the file size.
+Result<uint32_t> crc32c_of_file(const std::string& path, uint64_t* bytes);
 uint32_t unmask_crc(uint32_t masked);
 
 }  // namespace sluice

@@ -194,10 +194,7 @@ class ShardSet {
       info.index = fmt::format("{}-{:05d}-of-{:05d}.idx", split_, i, n);
       info.records = shards_[i].index.size();
       std::string final_path = (fs::path(dir_) / info.file).string();
-      SLUICE_ASSIGN_OR_RETURN(std::string bytes,
-                              detail::read_file(shards_[i].partial, uint64_t{1} << 40));
-      info.bytes = bytes.size();
-      info.crc32c = crc32c(bytes);
+      SLUICE_ASSIGN_OR_RETURN(info.crc32c, crc32c_of_file(shards_[i].partial, &info.bytes));
       SLUICE_RETURN_IF_ERROR(write_index((fs::path(dir_) / info.index).string(), shards_[i].index));
       if (::rename(shards_[i].partial.c_str(), final_path.c_str()) != 0) {
         return errno_error(final_path, "rename into place", errno);

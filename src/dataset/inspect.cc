@@ -244,15 +244,16 @@ class Inspector {
       problem(t.path, -1,
               fmt::format("holds {} records, dataset.json says {}", f.records, t.shard->records));
     }
-    auto bytes = detail::read_file(t.path, uint64_t{1} << 40);
-    if (!bytes.ok()) return;
-    if (bytes->size() != t.shard->bytes) {
-      problem(t.path, -1,
-              fmt::format("is {} bytes, dataset.json says {}", bytes->size(), t.shard->bytes));
-    } else if (crc32c(*bytes) != t.shard->crc32c) {
-      problem(t.path, -1,
-              fmt::format("checksum {:08x} differs from dataset.json's {:08x}", crc32c(*bytes),
-                          t.shard->crc32c));
+    uint64_t size = 0;
+    auto crc = crc32c_of_file(t.path, &size);
+    if (!crc.ok()) {
+      problem(t.path, -1, bare(crc.status(), t.path, -1));
+    } else if (size != t.shard->bytes) {
+      problem(t.path, -1, fmt::format("is {} bytes, dataset.json says {}", size, t.shard->bytes));
+    } else if (*crc != t.shard->crc32c) {
+      problem(
+          t.path, -1,
+          fmt::format("checksum {:08x} differs from dataset.json's {:08x}", *crc, t.shard->crc32c));
     }
   }
 

@@ -3,7 +3,9 @@
 #include <isa-l/crc.h>
 
 #include <climits>
+#include <vector>
 
+#include "base/file_util.h"
 #include "record/format.h"
 #include "sluice/record.h"
 
@@ -26,6 +28,19 @@ uint32_t crc32c_extend(uint32_t crc, std::string_view data) {
 
 uint32_t crc32c(std::string_view data) {
   return crc32c_extend(0, data);
+}
+
+Result<uint32_t> crc32c_of_file(const std::string& path, uint64_t* bytes) {
+  SLUICE_ASSIGN_OR_RETURN(detail::File f, detail::File::open_read(path));
+  std::vector<char> buf(size_t{1} << 20);
+  uint32_t crc = 0;
+  *bytes = 0;
+  for (;;) {
+    SLUICE_ASSIGN_OR_RETURN(size_t n, f.read(buf.data(), buf.size()));
+    if (n == 0) return crc;
+    crc = crc32c_extend(crc, std::string_view(buf.data(), n));
+    *bytes += n;
+  }
 }
 
 uint32_t mask_crc(uint32_t crc) {

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <random>
 #include <string>
 
@@ -35,6 +36,32 @@ TEST(Crc32cTest, MaskRoundTripsAndDiffers) {
     EXPECT_NE(mask_crc(c), c);
   }
   EXPECT_EQ(mask_crc(0), 0xa282ead8u);
+}
+
+}  // namespace
+}  // namespace sluice
+
+namespace sluice {
+namespace {
+
+TEST(Crc32cFileTest, MatchesInMemoryAcrossPieces) {
+  std::string path = ::testing::TempDir() + "/crc32c_file_test.bin";
+  std::string data(3 * (1 << 20) + 17, '\0');
+  std::mt19937_64 rng(99);
+  for (char& c : data) c = static_cast<char>(rng());
+  {
+    FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::fwrite(data.data(), 1, data.size(), f);
+    std::fclose(f);
+  }
+  uint64_t bytes = 0;
+  auto crc = crc32c_of_file(path, &bytes);
+  ASSERT_TRUE(crc.ok());
+  EXPECT_EQ(*crc, crc32c(data));
+  EXPECT_EQ(bytes, data.size());
+  std::remove(path.c_str());
+  EXPECT_EQ(crc32c_of_file(path, &bytes).status().code(), StatusCode::kNotFound);
 }
 
 }  // namespace
