@@ -102,11 +102,16 @@ struct RecordWriterOptions {
   Compression compression = Compression::kNone;  // kAuto is refused
   // zlib level for kGzip and kZlib (0-9, -1 = zlib's default, 6).
   int level = -1;
+  // true: write under a temporary name and rename on close(), so the file
+  // appears whole (shards). false: write in place, for files read while they
+  // grow (TensorBoard event files); flush() makes written records visible.
+  bool atomic = true;
 };
 
-// Writes records to `path`. The file appears whole or not at all: records go
-// to a temporary name beside it, and close() flushes, fsyncs and renames.
-// Destroying an unclosed writer removes the temporary file.
+// Writes records to `path`. By default the file appears whole or not at all:
+// records go to a temporary name beside it, and close() flushes, fsyncs and
+// renames; destroying an unclosed writer removes the temporary file. With
+// options.atomic = false the file is written in place and kept.
 class RecordWriter {
  public:
   static Result<std::unique_ptr<RecordWriter>> create(const std::string& path,
@@ -121,6 +126,10 @@ class RecordWriter {
   // Bytes the file holds so far (compressed size for compressed files;
   // exact only after close()).
   virtual uint64_t file_bytes() const = 0;
+  // Hands buffered records to the operating system (other processes see
+  // them; not fsynced). For compressed streams only what zlib has already
+  // emitted is visible.
+  virtual Status flush() = 0;
   // Finishes the stream, fsyncs and renames into place.
   virtual Status close() = 0;
 };

@@ -17,14 +17,16 @@ constexpr size_t kBufferBytes = size_t{1} << 20;
 
 class StreamRecordWriter final : public RecordWriter {
  public:
-  StreamRecordWriter(std::string path, std::string tmp, std::unique_ptr<detail::OutputStream> out)
-      : path_(std::move(path)), tmp_(std::move(tmp)), out_(std::move(out)) {
+  StreamRecordWriter(std::string path, std::string tmp, std::unique_ptr<detail::OutputStream> out,
+                     bool atomic)
+      : path_(std::move(path)), tmp_(std::move(tmp)), out_(std::move(out)), atomic_(atomic) {
     buf_.reserve(kBufferBytes + 64);
   }
   ~StreamRecordWriter() override {
     if (!closed_) {
+      if (!atomic_) flush().ignore();
       out_.reset();
-      ::unlink(tmp_.c_str());
+      if (atomic_) ::unlink(tmp_.c_str());
     }
   }
 
@@ -54,10 +56,21 @@ class StreamRecordWriter final : public RecordWriter {
   uint64_t position() const override { return pos_; }
   uint64_t file_bytes() const override { return out_->file_bytes() + buf_.size(); }
 
+  Status flush() override {
+    if (buf_.empty()) return Status();
+    Status s = out_->write(buf_.data(), buf_.size());
+    buf_.clear();
+    return s;
+  }
+
   Status close() override {
     if (closed_) return Status();
     SLUICE_RETURN_IF_ERROR(flush());
     SLUICE_RETURN_IF_ERROR(out_->finish());
+    if (!atomic_) {
+      closed_ = true;
+      return Status();
+    }
     if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
       return errno_error(path_, "rename into place", errno);
     }
@@ -66,18 +79,12 @@ class StreamRecordWriter final : public RecordWriter {
   }
 
  private:
-  Status flush() {
-    if (buf_.empty()) return Status();
-    Status s = out_->write(buf_.data(), buf_.size());
-    buf_.clear();
-    return s;
-  }
-
   std::string path_;
   std::string tmp_;
   std::unique_ptr<detail::OutputStream> out_;
   std::string buf_;
   uint64_t pos_ = 0;
+  bool atomic_;
   bool closed_ = false;
 };
 
@@ -92,7 +99,7 @@ Result<std::unique_ptr<RecordWriter>> RecordWriter::create(const std::string& pa
     return invalid_argument_error(path + ": compression level " + std::to_string(options.level) +
                                   " is outside -1..9");
   }
-  std::string tmp = detail::temp_name_for(path);
+  std::string tmp = options.atomic ? detail::temp_name_for(path) : path;
   SLUICE_ASSIGN_OR_RETURN(detail::File file, detail::File::create(tmp));
   auto out = detail::open_output_stream(std::move(file), options.compression, options.level);
   if (!out.ok()) {
@@ -100,7 +107,7 @@ Result<std::unique_ptr<RecordWriter>> RecordWriter::create(const std::string& pa
     return out.status();
   }
   return std::unique_ptr<RecordWriter>(
-      new StreamRecordWriter(path, std::move(tmp), std::move(out).value()));
+      new StreamRecordWriter(path, std::move(tmp), std::move(out).value(), options.atomic));
 }
 
 }  // namespace sluice

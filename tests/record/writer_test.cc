@@ -83,3 +83,25 @@ TEST(WriterTest, RejectsBadOptions) {
 
 }  // namespace
 }  // namespace sluice
+
+namespace sluice {
+namespace {
+
+TEST(WriterTest, InPlaceWriterShowsFlushedRecordsWhileOpen) {
+  TempDir dir;
+  std::string p = dir.path() + "/events.out.tfevents.1";
+  RecordWriterOptions wo;
+  wo.atomic = false;
+  auto w = RecordWriter::create(p, wo);
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE((*w)->write("first").ok());
+  ASSERT_TRUE((*w)->flush().ok());
+  Status s;
+  EXPECT_EQ(read_all(p, &s), std::vector<std::string>{"first"});
+  ASSERT_TRUE((*w)->write("second").ok());
+  w->reset();  // destroyed without close: what was written stays
+  EXPECT_EQ(read_all(p, &s), (std::vector<std::string>{"first", "second"}));
+}
+
+}  // namespace
+}  // namespace sluice
