@@ -58,6 +58,7 @@ struct SplitInfo {
   // Files convert left out (under --on-error skip|warn), with the reason.
   std::vector<std::pair<std::string, std::string>> skipped;
   std::string command;     // the command line that made this split
+  std::string source;      // absolute path of the image folder or list it came from
   std::string created_by;  // "sluice 0.1.0"
 };
 

@@ -372,6 +372,7 @@ Result<ConvertReport> convert_images(const std::string& src, const std::string& 
   split.shards = report.shards;
   split.skipped = report.skipped;
   split.command = options.command;
+  split.source = fs::absolute(src).lexically_normal().string();
   split.created_by = "sluice " SLUICE_VERSION;
   for (const ShardInfo& s : report.shards) report.bytes_out += s.bytes;
   manifest.keys = tensorflow_feature_keys();

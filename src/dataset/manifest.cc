@@ -108,6 +108,7 @@ Status split_from_json(const json& j, SplitInfo* s, std::string_view where) {
   }
   if (auto m = j.find("command"); m != j.end() && m->is_string()) s->command = *m;
   if (auto m = j.find("created_by"); m != j.end() && m->is_string()) s->created_by = *m;
+  if (auto m = j.find("source"); m != j.end() && m->is_string()) s->source = *m;
   return Status();
 }
 
@@ -173,6 +174,7 @@ std::string format_manifest(const DatasetManifest& m) {
                         {"shards", shards},
                         {"skipped", skipped},
                         {"command", s.command},
+                        {"source", s.source},
                         {"created_by", s.created_by}};
   }
   j["splits"] = splits;

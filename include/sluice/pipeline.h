@@ -1,0 +1,217 @@
+// The input pipeline: records in, batches of decoded, augmented samples out.
+//
+//   auto pipe = sluice::Pipeline::create(options);   // Result<unique_ptr>
+//   for (uint64_t epoch = 0; epoch < n; ++epoch) {
+//     (*pipe)->set_epoch(epoch);
+//     for (;;) {
+//       auto batch = (*pipe)->next();                  // waits for a batch
+//       if (batch.status().code() == StatusCode::kOutOfRange) break;  // epoch done
+//       ... batch->data(), batch->labels(), batch->size() ...
+//     }                                                // slot returns to the ring
+//   }
+//
+// Reproducible (DESIGN.md invariant 1): the order of samples is a pure
+// function of (seed, epoch, rank, world_size); each sample's augmentation of
+// (seed, epoch, sample id). Batches are bit-identical whatever the worker
+// count, and a pipeline restored from state() yields exactly the batches
+// that would have followed.
+//
+// Bounded (invariant 2): the ring holds `prefetch` batch slots; together
+// with the workers' scratch they stay within memory_budget. Only the plan
+// (4 bytes per record) and the record index grow with the dataset.
+//
+// Ownership: a Batch views memory in one ring slot and gives the slot back
+// when destroyed (or release()d). At most `prefetch` batches can be held at
+// once; next() with every slot held fails with kFailedPrecondition rather
+// than wait forever.
+//
+// Thread safety: one consumer thread calls next()/set_epoch()/restore();
+// stats() and events() may be called from any thread. Workers are internal.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sluice/dataset.h"
+#include "sluice/image_ops.h"
+#include "sluice/status.h"
+#include "sluice/telemetry.h"
+
+namespace sluice {
+
+enum class Order {
+  kNone,    // storage order
+  kGlobal,  // an exact random permutation of all records each epoch
+  kQuasi,   // shuffled blocks of neighbouring records, shuffled within
+            // groups of blocks: nearly sequential reads (FFCV's QUASI_RANDOM)
+  kBuffer,  // tf.data's shuffle buffer over the storage order
+};
+std::string_view order_name(Order order);
+Result<Order> parse_order(std::string_view name);
+
+struct PipelineOptions {
+  // A dataset folder (dataset.json), record files or glob patterns, or one
+  // ImageFolder tree (SRC/CLASS/*.jpg: the slow baseline users start from).
+  std::vector<std::string> sources;
+  // Which split of a dataset folder.
+  std::string split = "train";
+  // Feature keys; an empty image key means detect from the first record.
+  FeatureKeys keys{.image = ""};
+
+  int batch_size = 256;
+  // Output size, dtype, layout, mean/std of every sample.
+  SampleSpec sample;
+  AugmentMode augment = AugmentMode::kTrain;
+
+  Order order = Order::kGlobal;
+  int quasi_block = 64;      // records per block (kQuasi)
+  int quasi_group = 16;      // blocks shuffled together (kQuasi)
+  int shuffle_buffer = 10000;  // kBuffer
+  uint64_t seed = 0;
+
+  // Data parallelism: each rank gets a disjoint, equal-sized part of every
+  // epoch. drop_last drops the remainder (and a last partial batch);
+  // otherwise the epoch is padded by wrapping around (DistributedSampler's
+  // rule) and the last batch may be short.
+  int rank = 0;
+  int world_size = 1;
+  bool drop_last = true;
+
+  // Worker threads (0 = autotune: one per core) and batch slots in the ring
+  // (0 = autotune within the memory budget).
+  int workers = 0;
+  int prefetch = 0;
+  // Everything in flight: ring slots plus per-worker scratch.
+  uint64_t memory_budget = uint64_t{2} << 30;
+
+  // Decode only the crop window at the smallest sufficient DCT scale (the
+  // default), or every pixel at full size first (the ablation's baseline).
+  bool crop_decode = true;
+
+  // A bad sample: fail stops the pipeline (next() returns the error);
+  // skip drops it from its batch (the batch is shorter); warn is skip plus
+  // a line on stderr. Every event is counted and kept (events()).
+  ErrorPolicy on_error = ErrorPolicy::kWarn;
+  uint64_t max_pixels = kDefaultMaxPixels;
+};
+
+// Where an epoch stands: `batches` batches of `epoch` have been handed out.
+struct PipelineState {
+  uint64_t epoch = 0;
+  uint64_t batches = 0;
+  friend bool operator==(const PipelineState&, const PipelineState&) = default;
+};
+
+// A bad sample, with where it came from.
+struct SampleEvent {
+  uint64_t epoch = 0;
+  uint64_t sample_id = 0;
+  std::string source;   // shard or file
+  int64_t offset = -1;  // record offset in the shard, -1 for files
+  std::string reason;
+  std::string to_string() const;
+};
+
+class Pipeline;
+
+// One batch in a ring slot. Move-only.
+class Batch {
+ public:
+  Batch() = default;
+  Batch(Batch&& other) noexcept;
+  Batch& operator=(Batch&& other) noexcept;
+  ~Batch();
+
+  // size() samples of sample_bytes(spec()) each, in spec().layout.
+  const void* data() const { return data_; }
+  size_t size() const { return size_; }
+  size_t bytes() const { return size_ * sample_bytes_; }
+  const int64_t* labels() const { return labels_; }
+  // Global record ids of the samples (for joining features back).
+  const uint64_t* sample_ids() const { return ids_; }
+  uint64_t epoch() const { return epoch_; }
+  uint64_t index() const { return index_; }  // within the epoch
+  const SampleSpec& spec() const { return spec_; }
+  // Returns the slot to the ring now.
+  void release();
+
+ private:
+  friend class Pipeline;
+  Pipeline* owner_ = nullptr;
+  int slot_ = -1;
+  const void* data_ = nullptr;
+  const int64_t* labels_ = nullptr;
+  const uint64_t* ids_ = nullptr;
+  size_t size_ = 0;
+  size_t sample_bytes_ = 0;
+  uint64_t epoch_ = 0, index_ = 0;
+  SampleSpec spec_;
+};
+
+struct PipelineStats {
+  std::vector<StageSnapshot> stages;  // read, decode, augment (workers), batch (consumer)
+  uint64_t samples = 0;
+  uint64_t batches = 0;
+  uint64_t bad_samples = 0;
+  double consumer_wait_seconds = 0;
+  int workers = 0;
+  int prefetch = 0;
+  uint64_t slot_bytes = 0;
+  // How the engine settled workers and prefetch, in words.
+  std::string tuning;
+};
+
+class Pipeline {
+ public:
+  static Result<std::unique_ptr<Pipeline>> create(const PipelineOptions& options);
+  ~Pipeline();
+
+  uint64_t records() const;            // in the whole source
+  uint64_t samples_per_epoch() const;  // for this rank
+  uint64_t batches_per_epoch() const;  // for this rank
+  const std::vector<std::string>& classes() const;
+  const PipelineOptions& options() const;
+
+  // Starts `epoch` from its first batch (finishing the current one).
+  Status set_epoch(uint64_t epoch);
+  // The next batch of the current epoch; kOutOfRange when it is done.
+  Result<Batch> next();
+
+  PipelineState state() const;
+  // Continues exactly where `state` left off.
+  Status restore(const PipelineState& state);
+
+  PipelineStats stats() const;
+  std::vector<SampleEvent> events() const;
+
+ private:
+  friend class Batch;
+  struct Impl;
+  explicit Pipeline(std::unique_ptr<Impl> impl);
+  void release(int slot);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Benchmark references measured on the same images as a pipeline would
+// read (the first `samples` of this rank's epoch-0 plan, held in memory so
+// that only decoding is timed), on `threads` threads:
+//   kFullDecode  libjpeg-turbo / libspng decoding every pixel at full size
+//                (what a plain loader pays: the "ceiling" to beat)
+//   kPlanFloor   exactly the decode calls the pipeline's plan makes (same
+//                DCT scales, same crop windows) and nothing else
+enum class DecodeReference { kFullDecode, kPlanFloor };
+struct ReferenceResult {
+  double images_per_second = 0;
+  uint64_t images = 0;
+  uint64_t failed = 0;  // images that did not decode (left out of the rate)
+};
+Result<ReferenceResult> measure_decode_reference(const PipelineOptions& options,
+                                                 DecodeReference kind, uint64_t samples,
+                                                 int threads);
+
+// Exposed for tests: the record ids this rank reads in `epoch`, in order.
+std::vector<uint32_t> plan_epoch(uint64_t records, const PipelineOptions& options, uint64_t epoch);
+
+}  // namespace sluice

@@ -1,0 +1,373 @@
+// sluice bench DATA: run the input pipeline flat out and say where the time
+// goes. Also the digest (reproducibility checks), state save/restore, the
+// decode ceiling and plan floor, and the ablation ladder.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "base/file_util.h"
+#include "cli/common.h"
+#include "sluice/pipeline.h"
+#include "sluice/record.h"
+#include "sluice/telemetry.h"
+
+namespace sluice::cli {
+namespace {
+
+using json = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+
+struct BenchCli {
+  std::string data;
+  PipelineOptions p;
+  int size = 224;
+  std::string augment = "train", order = "global", dtype = "float32", layout = "NCHW";
+  std::string workers = "auto", prefetch = "auto", on_error = "warn";
+  double budget_mb = 2048;
+  int epochs = 1;
+  int64_t max_batches = -1;
+  bool pad = false;
+  bool digest = false, ceiling = false, ablation = false, quiet = false;
+  std::string json_file, logdir, state_in, state_out, raw_dir;
+};
+
+// A 64-bit digest of a batch: two CRC32Cs (different seeds) over the image
+// bytes then the labels. Equal digests mean identical batches.
+uint64_t batch_digest(const Batch& b) {
+  std::string_view images(static_cast<const char*>(b.data()), b.bytes());
+  std::string_view labels(reinterpret_cast<const char*>(b.labels()), b.size() * sizeof(int64_t));
+  uint32_t lo = crc32c_extend(crc32c(images), labels);
+  uint32_t hi = crc32c_extend(crc32c_extend(0x9e3779b9u, images), labels);
+  return (uint64_t{hi} << 32) | lo;
+}
+
+struct RunResult {
+  uint64_t images = 0, batches = 0, image_bytes_out = 0;
+  double seconds = 0, cpu_seconds = 0;
+  PipelineStats stats;
+  std::vector<SampleEvent> events;
+  PipelineState state;
+  uint64_t digest_all = 0;
+  bool digest_any = false;
+};
+
+Result<PipelineState> read_state(const std::string& path) {
+  SLUICE_ASSIGN_OR_RETURN(std::string text, detail::read_file(path, 1 << 20));
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.contains("epoch") || !j.contains("batches") || !j["epoch"].is_number_unsigned() ||
+      !j["batches"].is_number_unsigned()) {
+    return data_loss_error(path + ": not a sluice state file (expected {\"epoch\": E, \"batches\": B})");
+  }
+  return PipelineState{j["epoch"].get<uint64_t>(), j["batches"].get<uint64_t>()};
+}
+
+Result<RunResult> run_pipeline(const PipelineOptions& po, int epochs, int64_t max_batches,
+                               std::optional<PipelineState> start, bool digest, TensorBoardWriter* tb) {
+  SLUICE_ASSIGN_OR_RETURN(auto pipe, Pipeline::create(po));
+  RunResult r;
+  PipelineState s = start.value_or(PipelineState{0, 0});
+  SLUICE_RETURN_IF_ERROR(pipe->restore(s));
+  auto cpu0 = sample_process();
+  auto t0 = Clock::now();
+  auto last_log = t0;
+  uint64_t images_at_log = 0;
+  uint32_t all_lo = 0, all_hi = 0x9e3779b9u;
+  for (uint64_t epoch = s.epoch; epoch < static_cast<uint64_t>(epochs); ++epoch) {
+    if (epoch != s.epoch) SLUICE_RETURN_IF_ERROR(pipe->set_epoch(epoch));
+    for (;;) {
+      if (max_batches >= 0 && r.batches >= static_cast<uint64_t>(max_batches)) break;
+      auto b = pipe->next();
+      if (b.status().code() == StatusCode::kOutOfRange) break;
+      if (!b.ok()) return b.status();
+      r.images += b->size();
+      r.image_bytes_out += b->bytes();
+      ++r.batches;
+      if (digest) {
+        uint64_t d = batch_digest(*b);
+        std::printf("digest %llu %llu %016llx\n", static_cast<unsigned long long>(b->epoch()),
+                    static_cast<unsigned long long>(b->index()), static_cast<unsigned long long>(d));
+        std::string_view dv(reinterpret_cast<const char*>(&d), sizeof(d));
+        all_lo = crc32c_extend(all_lo, dv);
+        all_hi = crc32c_extend(all_hi, dv);
+        r.digest_any = true;
+      }
+      if (tb && Clock::now() - last_log > std::chrono::seconds(1)) {
+        double secs = std::chrono::duration<double>(Clock::now() - last_log).count();
+        double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+        SLUICE_RETURN_IF_ERROR(tb->add_scalar("bench/images_per_second", static_cast<float>((r.images - images_at_log) / secs),
+                                              static_cast<int64_t>(r.batches), wall));
+        images_at_log = r.images;
+        last_log = Clock::now();
+      }
+    }
+    if (max_batches >= 0 && r.batches >= static_cast<uint64_t>(max_batches)) break;
+  }
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  auto cpu1 = sample_process();
+  if (cpu0.ok() && cpu1.ok()) r.cpu_seconds = cpu1->cpu_seconds - cpu0->cpu_seconds;
+  r.stats = pipe->stats();
+  r.events = pipe->events();
+  r.state = pipe->state();
+  r.digest_all = (uint64_t{all_hi} << 32) | all_lo;
+  return r;
+}
+
+double stage_busy_share(const RunResult& r, const std::string& name) {
+  for (const StageSnapshot& s : r.stats.stages) {
+    if (s.name == name && r.seconds > 0) return s.busy_ns / 1e9 / (r.seconds * r.stats.workers);
+  }
+  return 0;
+}
+
+Verdict verdict_of(const RunResult& r) {
+  VerdictInput in;
+  in.wall_seconds = r.seconds;
+  in.consumer_wait_seconds = r.stats.consumer_wait_seconds;
+  in.workers = r.stats.workers;
+  for (const StageSnapshot& s : r.stats.stages) {
+    if (s.name != "batch") in.stages.push_back(s);
+  }
+  return bottleneck_verdict(in);
+}
+
+Status parse_options(BenchCli& c) {
+  PipelineOptions& p = c.p;
+  p.sources = {c.data};
+  p.sample.width = p.sample.height = c.size;
+  if (c.augment == "train") p.augment = AugmentMode::kTrain;
+  else if (c.augment == "eval") p.augment = AugmentMode::kEval;
+  else if (c.augment == "resize") p.augment = AugmentMode::kResize;
+  else return invalid_argument_error("--augment must be train, eval or resize");
+  SLUICE_ASSIGN_OR_RETURN(p.order, parse_order(c.order));
+  SLUICE_ASSIGN_OR_RETURN(p.sample.dtype, parse_dtype(c.dtype));
+  SLUICE_ASSIGN_OR_RETURN(p.sample.layout, parse_layout(c.layout));
+  SLUICE_ASSIGN_OR_RETURN(p.on_error, parse_error_policy(c.on_error));
+  auto count = [](const std::string& v, const char* name, int* out) -> Status {
+    if (v == "auto") {
+      *out = 0;
+      return Status();
+    }
+    try {
+      size_t used = 0;
+      *out = std::stoi(v, &used);
+      if (used == v.size() && *out > 0) return Status();
+    } catch (const std::exception&) {
+    }
+    return invalid_argument_error(fmt::format("{} must be a positive number or auto, not '{}'", name, v));
+  };
+  SLUICE_RETURN_IF_ERROR(count(c.workers, "--workers", &p.workers));
+  SLUICE_RETURN_IF_ERROR(count(c.prefetch, "--prefetch", &p.prefetch));
+  if (c.budget_mb <= 0) return invalid_argument_error("--memory-budget must be above 0");
+  p.memory_budget = static_cast<uint64_t>(c.budget_mb * 1024 * 1024);
+  p.drop_last = !c.pad;
+  if (c.epochs < 1) return invalid_argument_error("--epochs must be at least 1");
+  return Status();
+}
+
+void print_summary(const BenchCli& c, const RunResult& r, const Verdict& v, uint64_t peak_rss) {
+  const PipelineStats& st = r.stats;
+  double ips = r.seconds > 0 ? r.images / r.seconds : 0;
+  uint64_t read_bytes = 0;
+  for (const StageSnapshot& s : st.stages) {
+    if (s.name == "read") read_bytes = s.bytes;
+  }
+  std::printf("%llu images in %llu batches, %.2f s: %.0f images/s, %.1f MB/s of encoded images read, %.1f MB/s of batches\n",
+              static_cast<unsigned long long>(r.images), static_cast<unsigned long long>(r.batches), r.seconds, ips,
+              r.seconds > 0 ? read_bytes / r.seconds / 1e6 : 0, r.seconds > 0 ? r.image_bytes_out / r.seconds / 1e6 : 0);
+  std::printf("engine: %s\n", st.tuning.c_str());
+  std::printf("stages (busy share of %d workers):", st.workers);
+  for (const StageSnapshot& s : st.stages) {
+    if (s.name == "batch") continue;
+    std::printf("  %s %.0f %%", s.name.c_str(), 100 * stage_busy_share(r, s.name));
+  }
+  std::printf("\nconsumer waited %.0f %% of the time for batches\n",
+              r.seconds > 0 ? 100 * st.consumer_wait_seconds / r.seconds : 0.0);
+  int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::printf("CPU: %.2f cores busy of %d (%.0f %%); peak RSS %.0f MB (memory budget %.0f MB)\n",
+              r.seconds > 0 ? r.cpu_seconds / r.seconds : 0, cores,
+              r.seconds > 0 ? 100 * r.cpu_seconds / r.seconds / cores : 0, peak_rss / 1e6, c.budget_mb * 1.048576);
+  if (!r.events.empty()) {
+    std::printf("bad samples: %zu (first: %s)\n", r.events.size(), r.events.front().to_string().c_str());
+  }
+  std::printf("verdict: %s\n", v.text.c_str());
+}
+
+json stages_json(const RunResult& r) {
+  json stages = json::object();
+  for (const StageSnapshot& s : r.stats.stages) {
+    stages[s.name] = {{"items", s.items}, {"bytes", s.bytes}, {"busy_seconds", s.busy_ns / 1e9},
+                      {"wait_seconds", s.wait_ns / 1e9},
+                      {"busy_share", s.name == "batch" ? 0.0 : stage_busy_share(r, s.name)}};
+  }
+  return stages;
+}
+
+// The ladder users climb, each rung for the same number of batches.
+int run_ablation(const BenchCli& c) {
+  std::string raw = c.raw_dir;
+  std::error_code ec;
+  bool have_shards = std::filesystem::exists(std::filesystem::path(c.data) / kManifestName, ec);
+  if (raw.empty() && have_shards) {
+    auto m = read_manifest(c.data);
+    if (m.ok() && m->splits.count(c.p.split)) raw = m->splits.at(c.p.split).source;
+  }
+  struct Rung {
+    const char* name;
+    bool use_raw;
+    int workers, prefetch;
+    bool crop;
+  };
+  const Rung rungs[] = {
+      {"1 raw ImageFolder, one worker, no prefetch", true, 1, 1, false},
+      {"2 raw files, parallel workers", true, 0, 0, false},
+      {"3 shards, parallel, prefetch", false, 0, 0, false},
+      {"4 + reduced-scale crop decode", false, 0, 0, true},
+  };
+  int64_t batches = c.max_batches > 0 ? c.max_batches : 10;
+  std::printf("ablation: %lld batches of %d per rung, %dx%d %s\n", static_cast<long long>(batches),
+              c.p.batch_size, c.size, c.size, c.augment.c_str());
+  std::printf("%-44s %12s %10s %8s\n", "rung", "images/s", "vs rung 1", "cores");
+  double base = 0;
+  for (const Rung& g : rungs) {
+    PipelineOptions po = c.p;
+    if (g.use_raw) {
+      if (raw.empty() || !std::filesystem::is_directory(raw, ec)) {
+        std::printf("%-44s %12s   (no image folder: give --raw DIR)\n", g.name, "-");
+        continue;
+      }
+      po.sources = {raw};
+    } else if (!have_shards) {
+      std::printf("%-44s %12s   (DATA is not a shard dataset)\n", g.name, "-");
+      continue;
+    }
+    po.workers = g.workers;
+    po.prefetch = g.prefetch;
+    po.crop_decode = g.crop;
+    auto r = run_pipeline(po, 1000, batches, std::nullopt, false, nullptr);
+    if (!r.ok()) return report_error("bench", r.status());
+    double ips = r->seconds > 0 ? r->images / r->seconds : 0;
+    if (base == 0) base = ips;
+    std::printf("%-44s %12.0f %9.2fx %8.2f\n", g.name, ips, base > 0 ? ips / base : 0,
+                r->seconds > 0 ? r->cpu_seconds / r->seconds : 0);
+  }
+  return kExitOk;
+}
+
+int run(BenchCli& c) {
+  if (Status s = parse_options(c); !s.ok()) return report_error("bench", s);
+  if (c.ablation) return run_ablation(c);
+  std::optional<PipelineState> start;
+  if (!c.state_in.empty()) {
+    auto s = read_state(c.state_in);
+    if (!s.ok()) return report_error("bench", s.status());
+    start = *s;
+  }
+  std::unique_ptr<TensorBoardWriter> tb;
+  if (!c.logdir.empty()) {
+    auto w = TensorBoardWriter::create(c.logdir);
+    if (!w.ok()) return report_error("bench", w.status());
+    tb = std::move(w).value();
+  }
+  auto r = run_pipeline(c.p, c.epochs, c.max_batches, start, c.digest, tb.get());
+  if (!r.ok()) return report_error("bench", r.status());
+  if (c.digest && r->digest_any) std::printf("digest all %016llx\n", static_cast<unsigned long long>(r->digest_all));
+  auto proc = sample_process();
+  uint64_t peak = proc.ok() ? proc->peak_rss_bytes : 0;
+  Verdict v = verdict_of(*r);
+  if (!c.quiet) print_summary(c, *r, v, peak);
+  double ips = r->seconds > 0 ? r->images / r->seconds : 0;
+  std::optional<ReferenceResult> full, floor;
+  if (c.ceiling) {
+    uint64_t n = std::max<uint64_t>(r->images, 256);
+    auto a = measure_decode_reference(c.p, DecodeReference::kFullDecode, n, r->stats.workers);
+    auto b = measure_decode_reference(c.p, DecodeReference::kPlanFloor, n, r->stats.workers);
+    if (!a.ok()) return report_error("bench", a.status());
+    if (!b.ok()) return report_error("bench", b.status());
+    full = *a;
+    floor = *b;
+    std::printf("ceiling: libjpeg-turbo decoding every pixel of %llu of these images on %d threads: %.0f images/s "
+                "(sluice %.2fx)\n",
+                static_cast<unsigned long long>(a->images), r->stats.workers, a->images_per_second,
+                a->images_per_second > 0 ? ips / a->images_per_second : 0);
+    std::printf("plan floor: only the decode calls sluice's plan makes: %.0f images/s (sluice's overhead above it: "
+                "%.1f %%)\n",
+                b->images_per_second, ips > 0 ? 100 * (b->images_per_second / ips - 1) : 0);
+  }
+  if (tb) {
+    tb->add_scalar("bench/images_per_second_total", static_cast<float>(ips), static_cast<int64_t>(r->batches), r->seconds).ignore();
+    tb->close().ignore();
+  }
+  if (!c.state_out.empty()) {
+    json s = {{"epoch", r->state.epoch}, {"batches", r->state.batches}};
+    if (Status st = detail::write_file_atomic(c.state_out, s.dump() + "\n"); !st.ok()) return report_error("bench", st);
+  }
+  if (!c.json_file.empty()) {
+    json j;
+    j["images_per_second"] = ips;
+    j["images"] = r->images;
+    j["batches"] = r->batches;
+    j["seconds"] = r->seconds;
+    j["mb_per_second"] = r->seconds > 0 ? r->image_bytes_out / r->seconds / 1e6 : 0;
+    j["workers"] = r->stats.workers;
+    j["prefetch"] = r->stats.prefetch;
+    j["tuning"] = r->stats.tuning;
+    j["cpu_cores_busy"] = r->seconds > 0 ? r->cpu_seconds / r->seconds : 0;
+    j["peak_rss_bytes"] = peak;
+    j["memory_budget_bytes"] = c.p.memory_budget;
+    j["consumer_wait_share"] = r->seconds > 0 ? r->stats.consumer_wait_seconds / r->seconds : 0;
+    j["stages"] = stages_json(*r);
+    j["bad_samples"] = r->events.size();
+    j["verdict"] = v.text;
+    if (full) j["ceiling_images_per_second"] = full->images_per_second;
+    if (floor) j["plan_floor_images_per_second"] = floor->images_per_second;
+    j["options"] = {{"batch", c.p.batch_size}, {"size", c.size}, {"augment", c.augment}, {"order", c.order},
+                    {"dtype", c.dtype}, {"layout", c.layout}, {"seed", c.p.seed}, {"rank", c.p.rank},
+                    {"world_size", c.p.world_size}};
+    if (Status st = detail::write_file_atomic(c.json_file, j.dump(2) + "\n"); !st.ok()) return report_error("bench", st);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void register_bench(CLI::App& app, int* exit_code) {
+  auto c = std::make_shared<BenchCli>();
+  PipelineOptions& p = c->p;
+  CLI::App* sub = app.add_subcommand("bench", "Run the input pipeline flat out and report where the time goes");
+  sub->add_option("data", c->data, "Dataset folder (dataset.json), record files, or an ImageFolder tree")->required();
+  sub->add_option("--split", p.split, "Split of a dataset folder")->capture_default_str();
+  sub->add_option("--batch", p.batch_size, "Batch size")->capture_default_str();
+  sub->add_option("--size", c->size, "Output image side")->capture_default_str();
+  sub->add_option("--augment", c->augment, "train (RandomResizedCrop + flip) | eval (resize + centre crop) | resize")
+      ->capture_default_str();
+  sub->add_option("--order", c->order, "global | quasi | buffer | none")->capture_default_str();
+  sub->add_option("--dtype", c->dtype, "uint8 | float32 | float16 | bfloat16")->capture_default_str();
+  sub->add_option("--layout", c->layout, "NCHW | NHWC")->capture_default_str();
+  sub->add_option("--workers", c->workers, "Worker threads, or auto")->capture_default_str();
+  sub->add_option("--prefetch", c->prefetch, "Batch slots in flight, or auto")->capture_default_str();
+  sub->add_option("--memory-budget", c->budget_mb, "MiB for everything in flight")->capture_default_str();
+  sub->add_option("--epochs", c->epochs, "Epochs to run")->capture_default_str();
+  sub->add_option("--batches", c->max_batches, "Stop after N batches (all epochs together)");
+  sub->add_option("--seed", p.seed, "Seed of order and augmentation")->capture_default_str();
+  sub->add_option("--rank", p.rank, "This rank")->capture_default_str();
+  sub->add_option("--world-size", p.world_size, "Number of ranks")->capture_default_str();
+  sub->add_flag("--pad", c->pad, "Pad the epoch (wrap around) instead of dropping the remainder");
+  sub->add_option("--on-error", c->on_error, "Bad sample: fail | skip | warn")->capture_default_str();
+  sub->add_option("--json", c->json_file, "Write the figures as JSON");
+  sub->add_option("--logdir", c->logdir, "Write TensorBoard scalars here");
+  sub->add_flag("--digest", c->digest, "Print a digest per batch and of all batches");
+  sub->add_option("--state-in", c->state_in, "Start from a saved pipeline state");
+  sub->add_option("--state-out", c->state_out, "Write the pipeline state at the end");
+  sub->add_flag("--ceiling", c->ceiling, "Also time the full-decode ceiling and the plan floor");
+  sub->add_flag("--ablation", c->ablation, "Print the ladder: raw files, parallel, shards, crop decode");
+  sub->add_option("--raw", c->raw_dir, "Image folder for the ablation's raw rungs (default: dataset.json's source)");
+  sub->add_flag("-q,--quiet", c->quiet, "Only digests and files, no summary");
+  sub->callback([c, exit_code] { *exit_code = run(*c); });
+}
+
+}  // namespace sluice::cli

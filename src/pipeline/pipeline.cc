@@ -1,0 +1,463 @@
+// The engine: worker threads fill batch slots sample by sample; the
+// consumer takes whole batches in order.
+//
+// Work unit = one sample. Workers claim sample positions of the epoch in
+// order from one cursor, but only for batches that already own a slot, so
+// at most `prefetch` batches are in flight. Each sample's output position
+// is fixed by its position in the plan, so the bytes of a batch do not
+// depend on which worker did what, or when.
+//
+// Locking: one mutex guards the cursor, the slot table and the epoch; it is
+// taken twice per sample (claim, complete), never while decoding.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "pipeline/source.h"
+#include "sluice/pipeline.h"
+
+namespace sluice {
+namespace {
+
+// Per-worker scratch we budget for: a decoded crop window (a 4000x3000
+// photo decoded whole is 36 MB, a typical crop at reduced scale far less),
+// the encoded image and the resize rows.
+constexpr uint64_t kWorkerScratchBytes = uint64_t{48} << 20;
+
+struct AlignedFree {
+  void operator()(uint8_t* p) const { ::operator delete[](p, std::align_val_t(64)); }
+};
+
+enum class SlotState { kFree, kFilling, kReady, kHeld };
+
+struct Slot {
+  std::unique_ptr<uint8_t[], AlignedFree> data;
+  std::vector<int64_t> labels;
+  std::vector<uint64_t> ids;
+  std::vector<uint8_t> valid;
+  SlotState state = SlotState::kFree;
+  uint64_t batch = 0;
+  size_t size = 0;       // samples in this batch
+  size_t remaining = 0;  // samples still being prepared
+};
+
+}  // namespace
+
+struct Pipeline::Impl {
+  PipelineOptions o;
+  std::unique_ptr<detail::SampleSource> source;
+  size_t sample_bytes = 0;
+  int workers = 0;
+  int prefetch = 0;
+  uint64_t slot_bytes = 0;
+  std::string tuning;
+
+  Telemetry telemetry;
+  StageStats* read_stage = nullptr;
+  StageStats* decode_stage = nullptr;
+  StageStats* augment_stage = nullptr;
+  StageStats* batch_stage = nullptr;
+
+  mutable std::mutex mu;
+  std::condition_variable_any work_cv;      // workers wait here
+  std::condition_variable_any consumer_cv;  // next() and resets wait here
+  // Guarded by mu:
+  uint64_t epoch = 0;
+  uint64_t generation = 0;  // bumped by every reset; stale work is dropped
+  std::shared_ptr<const std::vector<uint32_t>> plan;
+  uint64_t batches = 0;
+  uint64_t next_sample = 0;
+  uint64_t next_hand = 0;
+  uint64_t next_assign = 0;
+  std::map<uint64_t, int> batch_slot;
+  std::vector<Slot> slots;
+  int in_flight = 0;
+  Status fatal;
+  std::vector<SampleEvent> events;
+  uint64_t samples_done = 0;
+  uint64_t batches_done = 0;
+  uint64_t consumer_wait_ns = 0;
+
+  // Declared last: destroyed (stopped and joined) first, while everything
+  // the workers touch is still alive.
+  std::vector<std::jthread> threads;
+
+  uint64_t samples_in_plan() const { return plan ? plan->size() : 0; }
+  size_t batch_len(uint64_t b) const {
+    uint64_t n = samples_in_plan();
+    uint64_t start = b * static_cast<uint64_t>(o.batch_size);
+    return static_cast<size_t>(std::min<uint64_t>(o.batch_size, n - start));
+  }
+
+  void assign_slots() {  // requires mu
+    for (size_t s = 0; s < slots.size() && next_assign < batches; ++s) {
+      if (slots[s].state != SlotState::kFree) continue;
+      Slot& slot = slots[s];
+      slot.state = SlotState::kFilling;
+      slot.batch = next_assign;
+      slot.size = batch_len(next_assign);
+      slot.remaining = slot.size;
+      std::fill(slot.valid.begin(), slot.valid.end(), 1);
+      batch_slot[next_assign] = static_cast<int>(s);
+      ++next_assign;
+    }
+  }
+
+  // Points the engine at (epoch, first batch); waits for in-flight samples
+  // of the old plan to finish first, so no stale write lands in a slot.
+  void reset(std::unique_lock<std::mutex>& lock, uint64_t new_epoch, uint64_t first_batch) {
+    ++generation;
+    next_sample = std::numeric_limits<uint64_t>::max();  // stop claims
+    consumer_cv.wait(lock, [&] { return in_flight == 0; });
+    if (!plan || epoch != new_epoch) {
+      plan = std::make_shared<const std::vector<uint32_t>>(plan_epoch(source->size(), o, new_epoch));
+    }
+    epoch = new_epoch;
+    uint64_t n = plan->size();
+    batches = o.drop_last ? n / o.batch_size : (n + o.batch_size - 1) / o.batch_size;
+    first_batch = std::min(first_batch, batches);
+    next_hand = next_assign = first_batch;
+    next_sample = first_batch * static_cast<uint64_t>(o.batch_size);
+    batch_slot.clear();
+    for (Slot& s : slots) {
+      if (s.state != SlotState::kHeld) s.state = SlotState::kFree;
+    }
+    fatal = Status();
+    assign_slots();
+    work_cv.notify_all();
+  }
+
+  bool claimable() const {  // requires mu
+    if (next_sample >= uint64_t{batches} * o.batch_size || next_sample >= samples_in_plan()) return false;
+    return batch_slot.count(next_sample / o.batch_size) != 0;
+  }
+
+  void worker(std::stop_token st) {
+    CropDecoder decoder;
+    DecodedWindow window;
+    std::vector<float> scratch;
+    std::string buffer;
+    for (;;) {
+      uint64_t k, gen, ep;
+      int s;
+      std::shared_ptr<const std::vector<uint32_t>> my_plan;
+      {
+        std::unique_lock lock(mu);
+        if (!work_cv.wait(lock, st, [&] { return claimable(); })) return;
+        k = next_sample++;
+        gen = generation;
+        ep = epoch;
+        my_plan = plan;
+        s = batch_slot.at(k / o.batch_size);
+        ++in_flight;
+      }
+      Slot& slot = slots[static_cast<size_t>(s)];
+      size_t i = static_cast<size_t>(k % static_cast<uint64_t>(o.batch_size));
+      uint64_t id = (*my_plan)[k];
+      Status st_sample = prepare(id, ep, &decoder, &window, &scratch, &buffer,
+                                 slot.data.get() + i * sample_bytes, &slot.labels[i]);
+      slot.ids[i] = id;
+      std::unique_lock lock(mu);
+      --in_flight;
+      if (gen != generation) {
+        consumer_cv.notify_all();
+        continue;
+      }
+      if (!st_sample.ok()) record_bad(ep, id, st_sample, &slot, i);
+      if (--slot.remaining == 0) slot.state = SlotState::kReady;
+      ++samples_done;
+      consumer_cv.notify_all();
+    }
+  }
+
+  void record_bad(uint64_t ep, uint64_t id, const Status& s, Slot* slot, size_t i) {  // requires mu
+    SampleEvent e;
+    e.epoch = ep;
+    e.sample_id = id;
+    e.source = source->where(id, &e.offset);
+    std::string m(s.message());
+    // The record layer already names the file and offset; keep the reason.
+    for (const std::string& prefix : {e.source + ": offset " + std::to_string(e.offset) + ": ", e.source + ": "}) {
+      if (m.rfind(prefix, 0) == 0) m = m.substr(prefix.size());
+    }
+    e.reason = m;
+    if (o.on_error == ErrorPolicy::kFail && fatal.ok()) {
+      fatal = Status(s.code(), "sample " + std::to_string(id) + ": " + e.to_string());
+    }
+    if (o.on_error == ErrorPolicy::kWarn) std::fprintf(stderr, "sluice: skipping bad sample: %s\n", e.to_string().c_str());
+    slot->valid[i] = 0;
+    events.push_back(std::move(e));
+  }
+
+  Status prepare(uint64_t id, uint64_t ep, CropDecoder* decoder, DecodedWindow* window,
+                 std::vector<float>* scratch, std::string* buffer, uint8_t* dst, int64_t* label) {
+    detail::RawSample raw;
+    {
+      StageTimer t(*read_stage);
+      SLUICE_RETURN_IF_ERROR(source->read(id, buffer, &raw));
+      t.done(1, raw.image.size());
+    }
+    *label = raw.label;
+    AugmentPlan aug;
+    {
+      StageTimer t(*decode_stage);
+      SLUICE_ASSIGN_OR_RETURN(ImageInfo info, probe_image(raw.image, o.max_pixels));
+      CounterRng rng(hash_key(o.seed, ep, id, detail::kAugmentStream));
+      aug = plan_augment(o.augment, info.width, info.height, rng);
+      if (o.crop_decode) {
+        int denom = info.format == ImageFormat::kJpeg
+                        ? choose_scale_denom(aug.crop, o.sample.width, o.sample.height) : 1;
+        SLUICE_RETURN_IF_ERROR(decoder->decode(raw.image, info, aug.crop, denom, window, o.max_pixels));
+      } else {
+        SLUICE_RETURN_IF_ERROR(decoder->decode_full(raw.image, info, window, o.max_pixels));
+        window->crop_x = aug.crop.x;
+        window->crop_y = aug.crop.y;
+        window->crop_width = aug.crop.width;
+        window->crop_height = aug.crop.height;
+      }
+      t.done(1, static_cast<uint64_t>(window->width) * window->height * 3);
+    }
+    StageTimer t(*augment_stage);
+    SLUICE_RETURN_IF_ERROR(write_sample(*window, aug.flip, o.sample, dst, scratch));
+    t.done(1, sample_bytes);
+    return Status();
+  }
+};
+
+// ---- Batch -----------------------------------------------------------------
+
+Batch::Batch(Batch&& other) noexcept { *this = std::move(other); }
+
+Batch& Batch::operator=(Batch&& other) noexcept {
+  if (this != &other) {
+    release();
+    owner_ = std::exchange(other.owner_, nullptr);
+    slot_ = std::exchange(other.slot_, -1);
+    data_ = other.data_;
+    labels_ = other.labels_;
+    ids_ = other.ids_;
+    size_ = other.size_;
+    sample_bytes_ = other.sample_bytes_;
+    epoch_ = other.epoch_;
+    index_ = other.index_;
+    spec_ = other.spec_;
+  }
+  return *this;
+}
+
+Batch::~Batch() { release(); }
+
+void Batch::release() {
+  if (owner_) owner_->release(slot_);
+  owner_ = nullptr;
+  slot_ = -1;
+}
+
+std::string SampleEvent::to_string() const {
+  if (offset < 0) return source + ": " + reason;
+  return fmt::format("{}: offset {}: {}", source, offset, reason);
+}
+
+// ---- Pipeline --------------------------------------------------------------
+
+Pipeline::Pipeline(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Pipeline::~Pipeline() {
+  // Shutdown order: stop and join the workers, then free the slots.
+  for (auto& t : impl_->threads) t.request_stop();
+  impl_->threads.clear();
+}
+
+namespace {
+
+Status validate(const PipelineOptions& o) {
+  if (o.batch_size < 1) return invalid_argument_error("batch_size must be at least 1");
+  if (o.sample.width < 1 || o.sample.height < 1 || o.sample.width > 16384 || o.sample.height > 16384) {
+    return invalid_argument_error("image size must be within 1..16384");
+  }
+  if (o.world_size < 1) return invalid_argument_error("world_size must be at least 1");
+  if (o.rank < 0 || o.rank >= o.world_size) {
+    return invalid_argument_error(fmt::format("rank {} is outside 0..{}", o.rank, o.world_size - 1));
+  }
+  if (o.workers < 0 || o.workers > 1024) return invalid_argument_error("workers must be within 0..1024");
+  if (o.prefetch < 0 || o.prefetch > 1024) return invalid_argument_error("prefetch must be within 0..1024");
+  for (float s : o.sample.std) {
+    if (!(s > 0)) return invalid_argument_error("std must be positive");
+  }
+  return Status();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Pipeline>> Pipeline::create(const PipelineOptions& options) {
+  SLUICE_RETURN_IF_ERROR(validate(options));
+  auto impl = std::make_unique<Impl>();
+  Impl& m = *impl;
+  m.o = options;
+  SLUICE_ASSIGN_OR_RETURN(m.source, detail::open_sample_source(options));
+  if (m.source->size() > UINT32_MAX) return invalid_argument_error("more than 2^32 records");
+  if (m.source->size() == 0) return invalid_argument_error("the source holds no records");
+  m.sample_bytes = sample_bytes(options.sample);
+  const uint64_t bs = static_cast<uint64_t>(options.batch_size);
+  m.slot_bytes = bs * (m.sample_bytes + sizeof(int64_t) + sizeof(uint64_t) + 1);
+  int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  m.workers = options.workers > 0 ? options.workers : cores;
+  uint64_t scratch = static_cast<uint64_t>(m.workers) * kWorkerScratchBytes;
+  if (options.prefetch > 0) {
+    m.prefetch = options.prefetch;
+    m.tuning = fmt::format("workers {} ({}), prefetch {} (set)", m.workers,
+                           options.workers > 0 ? "set" : "one per core", m.prefetch);
+  } else {
+    uint64_t room = options.memory_budget > scratch ? options.memory_budget - scratch : 0;
+    uint64_t fit = room / m.slot_bytes;
+    if (fit < 2) {
+      return invalid_argument_error(fmt::format(
+          "memory budget of {} MB is too small: two batch slots of {} MB plus {} MB of worker scratch "
+          "need {} MB (raise the budget, or lower batch size or image size)",
+          options.memory_budget >> 20, m.slot_bytes >> 20, scratch >> 20, (2 * m.slot_bytes + scratch) >> 20));
+    }
+    // Two batches per worker hide the jitter of single slow samples; more
+    // only adds memory.
+    m.prefetch = static_cast<int>(std::min<uint64_t>(fit, std::max(2, 2 * m.workers)));
+    m.tuning = fmt::format("workers {} ({}), prefetch {} (of {} slots of {:.1f} MB that fit the {} MB budget)",
+                           m.workers, options.workers > 0 ? "set" : "one per core", m.prefetch, fit,
+                           m.slot_bytes / 1e6, options.memory_budget >> 20);
+  }
+  m.slots.resize(static_cast<size_t>(m.prefetch));
+  for (Slot& s : m.slots) {
+    s.data.reset(static_cast<uint8_t*>(::operator new[](bs * m.sample_bytes, std::align_val_t(64))));
+    s.labels.assign(bs, -1);
+    s.ids.assign(bs, 0);
+    s.valid.assign(bs, 1);
+  }
+  m.read_stage = &m.telemetry.stage("read");
+  m.decode_stage = &m.telemetry.stage("decode");
+  m.augment_stage = &m.telemetry.stage("augment");
+  m.batch_stage = &m.telemetry.stage("batch");
+  {
+    std::unique_lock lock(m.mu);
+    m.reset(lock, 0, 0);
+  }
+  for (int w = 0; w < m.workers; ++w) {
+    m.threads.emplace_back([&m](std::stop_token st) { m.worker(st); });
+  }
+  return std::unique_ptr<Pipeline>(new Pipeline(std::move(impl)));
+}
+
+uint64_t Pipeline::records() const { return impl_->source->size(); }
+const std::vector<std::string>& Pipeline::classes() const { return impl_->source->classes(); }
+const PipelineOptions& Pipeline::options() const { return impl_->o; }
+
+uint64_t Pipeline::samples_per_epoch() const {
+  std::lock_guard lock(impl_->mu);
+  uint64_t n = impl_->samples_in_plan();
+  return impl_->o.drop_last ? n / impl_->o.batch_size * impl_->o.batch_size : n;
+}
+
+uint64_t Pipeline::batches_per_epoch() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->batches;
+}
+
+Status Pipeline::set_epoch(uint64_t epoch) { return restore({epoch, 0}); }
+
+Status Pipeline::restore(const PipelineState& state) {
+  std::unique_lock lock(impl_->mu);
+  if (state.batches > impl_->batches && impl_->plan) {
+    // batches per epoch do not change between epochs
+    return invalid_argument_error(fmt::format("state says {} batches consumed, an epoch has {}",
+                                              state.batches, impl_->batches));
+  }
+  impl_->reset(lock, state.epoch, state.batches);
+  return Status();
+}
+
+PipelineState Pipeline::state() const {
+  std::lock_guard lock(impl_->mu);
+  return {impl_->epoch, impl_->next_hand};
+}
+
+Result<Batch> Pipeline::next() {
+  Impl& m = *impl_;
+  std::unique_lock lock(m.mu);
+  if (!m.fatal.ok()) return m.fatal;
+  if (m.next_hand >= m.batches) {
+    return out_of_range_error(fmt::format("epoch {} is done ({} batches)", m.epoch, m.batches));
+  }
+  auto it = m.batch_slot.find(m.next_hand);
+  if (it == m.batch_slot.end()) {
+    return failed_precondition_error(fmt::format(
+        "all {} batch slots are held by the caller: release batches before asking for more", m.prefetch));
+  }
+  Slot& slot = m.slots[static_cast<size_t>(it->second)];
+  uint64_t t0 = now_ns();
+  m.consumer_cv.wait(lock, [&] { return slot.state == SlotState::kReady || !m.fatal.ok(); });
+  uint64_t waited = now_ns() - t0;
+  m.consumer_wait_ns += waited;
+  m.batch_stage->add_wait(waited);
+  if (!m.fatal.ok()) return m.fatal;
+  // Drop bad samples: move the good ones down, keeping their order.
+  size_t n = 0;
+  for (size_t i = 0; i < slot.size; ++i) {
+    if (!slot.valid[i]) continue;
+    if (n != i) {
+      std::memmove(slot.data.get() + n * m.sample_bytes, slot.data.get() + i * m.sample_bytes, m.sample_bytes);
+      slot.labels[n] = slot.labels[i];
+      slot.ids[n] = slot.ids[i];
+    }
+    ++n;
+  }
+  slot.state = SlotState::kHeld;
+  Batch b;
+  b.owner_ = this;
+  b.slot_ = it->second;
+  b.data_ = slot.data.get();
+  b.labels_ = slot.labels.data();
+  b.ids_ = slot.ids.data();
+  b.size_ = n;
+  b.sample_bytes_ = m.sample_bytes;
+  b.epoch_ = m.epoch;
+  b.index_ = m.next_hand;
+  b.spec_ = m.o.sample;
+  m.batch_slot.erase(it);
+  ++m.next_hand;
+  ++m.batches_done;
+  m.batch_stage->add(1, b.bytes(), 0);
+  return b;
+}
+
+void Pipeline::release(int slot) {
+  std::lock_guard lock(impl_->mu);
+  impl_->slots[static_cast<size_t>(slot)].state = SlotState::kFree;
+  impl_->assign_slots();
+  impl_->work_cv.notify_all();
+}
+
+PipelineStats Pipeline::stats() const {
+  PipelineStats s;
+  s.stages = impl_->telemetry.snapshot();
+  std::lock_guard lock(impl_->mu);
+  s.samples = impl_->samples_done;
+  s.batches = impl_->batches_done;
+  s.bad_samples = impl_->events.size();
+  s.consumer_wait_seconds = impl_->consumer_wait_ns / 1e9;
+  s.workers = impl_->workers;
+  s.prefetch = impl_->prefetch;
+  s.slot_bytes = impl_->slot_bytes;
+  s.tuning = impl_->tuning;
+  return s;
+}
+
+std::vector<SampleEvent> Pipeline::events() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->events;
+}
+
+}  // namespace sluice
