@@ -136,7 +136,10 @@ struct Verdict {
 // busy time / (wall * workers).
 Verdict bottleneck_verdict(const VerdictInput& input);
 
-// One JSON object per line: {"step": s, "time": t, "<name>": value, ...}.
+// One JSON object per line: {"step": s, "time": t, "<name>": value, ...},
+// step and time first, then names in map order. Each line is one write(2),
+// so readers see whole lines as they come. The names "step" and "time" are
+// refused (kInvalidArgument); NaN and infinities are written as null.
 class JsonLinesWriter {
  public:
   static Result<std::unique_ptr<JsonLinesWriter>> create(const std::string& path);
@@ -153,7 +156,10 @@ class JsonLinesWriter {
 // TensorBoard scalars: events.out.tfevents.<secs>.<host>.<pid>.sluice in
 // `logdir`, TFRecord-framed Event protos written through the record layer
 // (first a file_version "brain.Event:2" event), readable by TensorBoard
-// while it grows. Scalars carry the "scalars" plugin name.
+// while it grows. Scalars carry the "scalars" plugin name. add_scalar
+// buffers; flush() makes what was added visible to readers. A second
+// writer in the same folder and second gets "<pid>.1.sluice" (and so on)
+// instead of truncating the first.
 class TensorBoardWriter {
  public:
   static Result<std::unique_ptr<TensorBoardWriter>> create(const std::string& logdir);
