@@ -23,19 +23,14 @@
 #include <jerror.h>
 
 #include "image/codecs.h"
+#include "image/jpeg_internal.h"
 #include "sluice/image.h"
 
 namespace sluice {
 namespace {
 
-struct ErrorManager {
-  jpeg_error_mgr pub;  // first, so libjpeg's pointer to it is a pointer to us
-  std::jmp_buf jump;
-  char message[JMSG_LENGTH_MAX];
-};
-
 [[noreturn]] void jump_with_message(j_common_ptr cinfo) {
-  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
+  auto* err = reinterpret_cast<detail::JpegErrorManager*>(cinfo->err);
   if (cinfo->err->msg_code == JWRN_JPEG_EOF) {
     std::snprintf(err->message, sizeof err->message, "premature end of data");
   } else {
@@ -74,7 +69,7 @@ struct DecodeJob {
   JDIMENSION out_height = 0;
   int out_components = 0;
   bool saw_adobe = false;
-  ErrorManager err;
+  detail::JpegErrorManager err;
   jpeg_decompress_struct cinfo;
 };
 
@@ -102,9 +97,7 @@ bool read_rows(DecodeJob* job) {
 // Returns false with job->err.message set when libjpeg failed.
 bool run_decompress(DecodeJob* job) {
   jpeg_decompress_struct& cinfo = job->cinfo;
-  cinfo.err = jpeg_std_error(&job->err.pub);
-  job->err.pub.error_exit = on_error_exit;
-  job->err.pub.emit_message = on_decode_message;
+  detail::install_strict_decode_errors(&cinfo, &job->err);
   if (setjmp(job->err.jump)) {
     jpeg_destroy_decompress(&cinfo);
     return false;
@@ -137,16 +130,6 @@ bool run_decompress(DecodeJob* job) {
   return true;
 }
 
-Status check_supported(const ImageInfo& info) {
-  if (info.lossless) return unimplemented_error("lossless JPEG (SOF3)");
-  if (info.bit_depth != 8) {
-    return unimplemented_error(std::to_string(info.bit_depth) + "-bit JPEG");
-  }
-  const bool hierarchical = (info.jpeg_sof >= 5 && info.jpeg_sof <= 7) || info.jpeg_sof >= 13;
-  if (hierarchical) return unimplemented_error("hierarchical JPEG");
-  return ok_status();
-}
-
 JDIMENSION scaled(int size, int denom) {
   return static_cast<JDIMENSION>((size + denom - 1) / denom);
 }
@@ -167,6 +150,32 @@ void set_output(const ImageInfo& info, int scale_denom, bool force_rgb, DecodeJo
   }
 }
 
+}  // namespace
+
+namespace detail {
+
+void install_strict_decode_errors(jpeg_decompress_struct* cinfo, JpegErrorManager* err) {
+  cinfo->err = jpeg_std_error(&err->pub);
+  err->pub.error_exit = on_error_exit;
+  err->pub.emit_message = on_decode_message;
+}
+
+void install_encode_errors(jpeg_compress_struct* cinfo, JpegErrorManager* err) {
+  cinfo->err = jpeg_std_error(&err->pub);
+  err->pub.error_exit = on_error_exit;
+  err->pub.emit_message = on_encode_message;
+}
+
+Status check_jpeg_supported(const ImageInfo& info) {
+  if (info.lossless) return unimplemented_error("lossless JPEG (SOF3)");
+  if (info.bit_depth != 8) {
+    return unimplemented_error(std::to_string(info.bit_depth) + "-bit JPEG");
+  }
+  const bool hierarchical = (info.jpeg_sof >= 5 && info.jpeg_sof <= 7) || info.jpeg_sof >= 13;
+  if (hierarchical) return unimplemented_error("hierarchical JPEG");
+  return ok_status();
+}
+
 // Rounded a * b / 255, exact for a, b in [0, 255] (PIL's MULDIV255).
 inline uint8_t mul_div255(unsigned a, unsigned b) {
   const unsigned t = a * b + 128;
@@ -176,33 +185,25 @@ inline uint8_t mul_div255(unsigned a, unsigned b) {
 // Adobe writes CMYK inverted (0 = full ink), and libjpeg hands the stored
 // values back, so with an APP14 marker R = C' * K' / 255 on the stored
 // values; PIL reads every CMYK JPEG that way. Without the marker the values
-// are plain ink amounts. Works in place: each pixel shrinks from 4 to 3.
-void cmyk_to_rgb(bool inverted, Image* image) {
-  const size_t n = static_cast<size_t>(image->width) * image->height;
-  uint8_t* p = image->pixels.data();
+// are plain ink amounts.
+void cmyk_to_rgb(const uint8_t* in, size_t n, bool inverted, uint8_t* out) {
   for (size_t i = 0; i < n; ++i) {
-    unsigned c = p[4 * i], m = p[4 * i + 1], y = p[4 * i + 2], k = p[4 * i + 3];
+    unsigned c = in[4 * i], m = in[4 * i + 1], y = in[4 * i + 2], k = in[4 * i + 3];
     if (!inverted) {
       c = 255 - c;
       m = 255 - m;
       y = 255 - y;
       k = 255 - k;
     }
-    p[3 * i] = mul_div255(c, k);
-    p[3 * i + 1] = mul_div255(m, k);
-    p[3 * i + 2] = mul_div255(y, k);
+    out[3 * i] = mul_div255(c, k);
+    out[3 * i + 1] = mul_div255(m, k);
+    out[3 * i + 2] = mul_div255(y, k);
   }
-  image->channels = 3;
-  image->pixels.resize(n * 3);
 }
-
-}  // namespace
-
-namespace detail {
 
 Result<Image> decode_jpeg(std::string_view bytes, const ImageInfo& info,
                           const DecodeOptions& options) {
-  SLUICE_RETURN_IF_ERROR(check_supported(info));
+  SLUICE_RETURN_IF_ERROR(check_jpeg_supported(info));
   DecodeJob job;
   job.bytes = bytes;
   set_output(info, options.scale_denom, options.force_rgb, &job);
@@ -213,12 +214,17 @@ Result<Image> decode_jpeg(std::string_view bytes, const ImageInfo& info,
   image.pixels.resize(static_cast<size_t>(job.out_width) * job.out_height * job.out_components);
   job.out = image.pixels.data();
   if (!run_decompress(&job)) return data_loss_error(job.err.message);
-  if (image.channels == 4) cmyk_to_rgb(job.saw_adobe, &image);
+  if (image.channels == 4) {
+    const size_t n = static_cast<size_t>(image.width) * image.height;
+    cmyk_to_rgb(image.pixels.data(), n, job.saw_adobe, image.pixels.data());
+    image.channels = 3;
+    image.pixels.resize(n * 3);
+  }
   return image;
 }
 
 Status check_jpeg(std::string_view bytes, const ImageInfo& info) {
-  SLUICE_RETURN_IF_ERROR(check_supported(info));
+  SLUICE_RETURN_IF_ERROR(check_jpeg_supported(info));
   DecodeJob job;
   job.bytes = bytes;
   // 1/8 scale skips nearly all IDCT work; entropy decoding, where damage
@@ -263,16 +269,14 @@ void term_destination(j_compress_ptr) {}
 struct EncodeJob {
   const Image* image = nullptr;
   int quality = 0;
-  ErrorManager err;
+  detail::JpegErrorManager err;
   Destination dest;
   jpeg_compress_struct cinfo;
 };
 
 bool run_compress(EncodeJob* job) {
   jpeg_compress_struct& cinfo = job->cinfo;
-  cinfo.err = jpeg_std_error(&job->err.pub);
-  job->err.pub.error_exit = on_error_exit;
-  job->err.pub.emit_message = on_encode_message;
+  detail::install_encode_errors(&cinfo, &job->err);
   if (setjmp(job->err.jump)) {
     jpeg_destroy_compress(&cinfo);
     return false;

@@ -70,30 +70,44 @@ void keep_first_channel(Image* image) {
 
 namespace detail {
 
+namespace {
+
+// Into `pixels` with format `fmt`; `channels` is what `fmt` gives per pixel.
+Status decode_png_as(std::string_view bytes, const ImageInfo& info, int fmt, int channels,
+                     std::vector<uint8_t>* pixels) {
+  SLUICE_ASSIGN_OR_RETURN(Context ctx, open_png(bytes));
+  size_t size = 0;
+  int rc = spng_decoded_image_size(ctx.get(), fmt, &size);
+  if (rc != SPNG_OK) return spng_status(rc);
+  if (size != static_cast<size_t>(info.width) * info.height * channels) {
+    return internal_error("PNG decoder disagrees with the header about the image size");
+  }
+  pixels->resize(size);
+  rc = spng_decode_image(ctx.get(), pixels->data(), size, fmt, 0);
+  if (rc != SPNG_OK) return spng_status(rc);
+  return read_to_iend(ctx.get());
+}
+
+}  // namespace
+
 Result<Image> decode_png(std::string_view bytes, const ImageInfo& info,
                          const DecodeOptions& options) {
-  SLUICE_ASSIGN_OR_RETURN(Context ctx, open_png(bytes));
   const bool want_gray = is_gray(info) && !options.force_rgb;
   // spng's G8 output takes only plain gray of 8 bits or fewer; other gray
   // forms go through RGB8 and lose the copies after.
   const bool direct_gray = want_gray && info.components == 1 && info.bit_depth <= 8;
-  const int fmt = direct_gray ? SPNG_FMT_G8 : SPNG_FMT_RGB8;
-  size_t size = 0;
-  int rc = spng_decoded_image_size(ctx.get(), fmt, &size);
-  if (rc != SPNG_OK) return spng_status(rc);
   Image image;
   image.width = info.width;
   image.height = info.height;
   image.channels = direct_gray ? 1 : 3;
-  if (size != image.row_bytes() * static_cast<size_t>(image.height)) {
-    return internal_error("PNG decoder disagrees with the header about the image size");
-  }
-  image.pixels.resize(size);
-  rc = spng_decode_image(ctx.get(), image.pixels.data(), size, fmt, 0);
-  if (rc != SPNG_OK) return spng_status(rc);
-  SLUICE_RETURN_IF_ERROR(read_to_iend(ctx.get()));
+  SLUICE_RETURN_IF_ERROR(decode_png_as(bytes, info, direct_gray ? SPNG_FMT_G8 : SPNG_FMT_RGB8,
+                                       image.channels, &image.pixels));
   if (want_gray && !direct_gray) keep_first_channel(&image);
   return image;
+}
+
+Status decode_png_rgb(std::string_view bytes, const ImageInfo& info, std::vector<uint8_t>* pixels) {
+  return decode_png_as(bytes, info, SPNG_FMT_RGB8, 3, pixels);
 }
 
 // Row by row into one row's buffer: the whole image is decoded and every

@@ -1,0 +1,387 @@
+// write_sample: resize + flip + normalise + dtype + layout in one pass over
+// the output, and the float16/bfloat16 conversions it uses.
+//
+// The resize is separable. Each axis gets a table of taps (a start index
+// and a fixed count of weights per output position): bilinear with
+// half-pixel centres (align_corners=False, as torchvision and PIL) while the
+// axis shrinks by at most 2x, box-filter area averaging over each output
+// pixel's source footprint beyond that (as cv::INTER_AREA), because
+// bilinear would then skip source pixels and alias. The two agree at
+// exactly 2x. Indices are clamped into the crop's pixels, which is edge
+// replication, as resizing a cut-out crop does.
+//
+// Rows are filtered horizontally on demand into a ring of as many rows as
+// the vertical filter has taps: output rows need non-decreasing source rows,
+// so a row is computed once and the ring stays small enough for L1/L2
+// whatever the window size.
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "sluice/image_ops.h"
+
+namespace sluice {
+
+// ---- dtype / layout names ----
+
+std::string_view dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::kUint8: return "uint8";
+    case DType::kFloat32: return "float32";
+    case DType::kFloat16: return "float16";
+    case DType::kBFloat16: return "bfloat16";
+  }
+  return "unknown";
+}
+
+Result<DType> parse_dtype(std::string_view name) {
+  for (DType d : {DType::kUint8, DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    if (name == dtype_name(d)) return d;
+  }
+  return invalid_argument_error("unknown dtype '" + std::string(name) +
+                                "' (expected uint8, float32, float16 or bfloat16)");
+}
+
+std::string_view layout_name(Layout layout) {
+  return layout == Layout::kNHWC ? "NHWC" : "NCHW";
+}
+
+Result<Layout> parse_layout(std::string_view name) {
+  if (name == "NHWC") return Layout::kNHWC;
+  if (name == "NCHW") return Layout::kNCHW;
+  return invalid_argument_error("unknown layout '" + std::string(name) +
+                                "' (expected NHWC or NCHW)");
+}
+
+size_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::kUint8: return 1;
+    case DType::kFloat32: return 4;
+    case DType::kFloat16:
+    case DType::kBFloat16: return 2;
+  }
+  return 0;
+}
+
+size_t sample_bytes(const SampleSpec& spec) {
+  if (spec.width <= 0 || spec.height <= 0) return 0;
+  return static_cast<size_t>(spec.width) * static_cast<size_t>(spec.height) * 3 *
+         dtype_size(spec.dtype);
+}
+
+// ---- conversions ----
+
+// F. Giesen's float_to_half_fast3_rtne: exact round to nearest even with
+// integer arithmetic for normal results, and one float addition that lets
+// the FPU round subnormal results (the default rounding mode is RNE; the
+// library never changes it).
+uint16_t float_to_half(float f) {
+  uint32_t u = std::bit_cast<uint32_t>(f);
+  const uint32_t sign = (u >> 16) & 0x8000u;
+  u &= 0x7fffffffu;
+  uint32_t h;
+  if (u >= 0x47800000u) {  // >= 65536: infinity, NaN, or overflow
+    // NaN keeps its top payload bits and becomes quiet, so a half NaN makes
+    // the round trip through float unchanged when it was already quiet.
+    h = u > 0x7f800000u ? 0x7e00u | ((u >> 13) & 0x3ffu) : 0x7c00u;
+  } else if (u < 0x38800000u) {  // below 2^-14: subnormal or zero half
+    constexpr uint32_t kDenormMagic = ((127 - 15) + (23 - 10) + 1) << 23;  // 0.5f
+    const float sum = std::bit_cast<float>(u) + std::bit_cast<float>(kDenormMagic);
+    h = std::bit_cast<uint32_t>(sum) - kDenormMagic;
+  } else {
+    const uint32_t mant_odd = (u >> 13) & 1u;
+    // Rebias the exponent and add 0x0fff (+1 if odd): carries propagate into
+    // the exponent, so 65520 and up round to infinity as they should.
+    u += (static_cast<uint32_t>(15 - 127) << 23) + 0xfffu + mant_odd;
+    h = u >> 13;
+  }
+  return static_cast<uint16_t>(h | sign);
+}
+
+float half_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu;
+  const uint32_t mant = h & 0x3ffu;
+  if (exp == 0) {
+    // Zero or subnormal: mant * 2^-24, exact in float.
+    const float mag = static_cast<float>(mant) * 0x1p-24f;
+    return std::bit_cast<float>(std::bit_cast<uint32_t>(mag) | sign);
+  }
+  if (exp == 31) return std::bit_cast<float>(sign | 0x7f800000u | (mant << 13));
+  return std::bit_cast<float>(sign | ((exp + 112) << 23) | (mant << 13));
+}
+
+uint16_t float_to_bfloat16(float f) {
+  const uint32_t u = std::bit_cast<uint32_t>(f);
+  // Rounding a NaN could carry into the exponent and make it infinity.
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+float bfloat16_to_float(uint16_t b) {
+  return std::bit_cast<float>(static_cast<uint32_t>(b) << 16);
+}
+
+// ---- the resampler ----
+
+namespace {
+
+// One axis of the resize: output position o reads `taps` consecutive source
+// pixels from start[o] with weights weight[o * taps ...]. Both live in the
+// caller's scratch (start indices stored as the bits of a float: they are
+// small non-negative ints, never NaN patterns, and are only copied).
+struct AxisFilter {
+  int taps = 0;
+  int count = 0;
+  float* start = nullptr;   // count entries
+  float* weight = nullptr;  // count * taps entries
+  int start_at(int o) const { return std::bit_cast<int32_t>(start[o]); }
+};
+
+struct AxisPlan {
+  double crop_start = 0, crop_size = 0;
+  int out = 0;
+  int lo = 0, hi = 0;  // the source pixels the crop touches, clamped
+  int taps = 0;
+  bool area = false;
+};
+
+AxisPlan plan_axis(double crop_start, double crop_size, int src_size, int out) {
+  AxisPlan p;
+  p.crop_start = crop_start;
+  p.crop_size = crop_size;
+  p.out = out;
+  p.lo = std::clamp(static_cast<int>(std::floor(crop_start)), 0, src_size - 1);
+  p.hi = std::clamp(static_cast<int>(std::ceil(crop_start + crop_size)) - 1, p.lo, src_size - 1);
+  const double scale = crop_size / out;
+  p.area = scale > 2.0;
+  const int max_taps = p.area ? static_cast<int>(std::ceil(scale)) + 2 : 2;
+  p.taps = std::min(max_taps, p.hi - p.lo + 1);
+  return p;
+}
+
+// Adds weight w for source pixel i (clamped) to output o's row of weights.
+void add_tap(const AxisPlan& p, int start, int i, float w, float* weights) {
+  weights[std::clamp(i, p.lo, p.hi) - start] += w;
+}
+
+void build_filter(const AxisPlan& p, AxisFilter* f) {
+  f->taps = p.taps;
+  f->count = p.out;
+  const double scale = p.crop_size / p.out;
+  for (int o = 0; o < p.out; ++o) {
+    float* w = f->weight + static_cast<size_t>(o) * p.taps;
+    std::fill(w, w + p.taps, 0.0f);
+    if (p.area) {
+      const double a = p.crop_start + o * scale;
+      const double b = a + scale;
+      const int first = static_cast<int>(std::floor(a));
+      const int last = static_cast<int>(std::ceil(b)) - 1;
+      const int start = std::min(std::clamp(first, p.lo, p.hi), p.hi - p.taps + 1);
+      for (int i = first; i <= last; ++i) {
+        const double overlap = std::min(b, i + 1.0) - std::max(a, static_cast<double>(i));
+        if (overlap > 0) add_tap(p, start, i, static_cast<float>(overlap / scale), w);
+      }
+      f->start[o] = std::bit_cast<float>(static_cast<int32_t>(start));
+    } else {
+      const double s = p.crop_start + (o + 0.5) * scale - 0.5;
+      const int i0 = static_cast<int>(std::floor(s));
+      const float t = static_cast<float>(s - i0);
+      const int start = std::min(std::clamp(i0, p.lo, p.hi), p.hi - p.taps + 1);
+      add_tap(p, start, i0, 1.0f - t, w);
+      add_tap(p, start, i0 + 1, t, w);
+      f->start[o] = std::bit_cast<float>(static_cast<int32_t>(start));
+    }
+  }
+}
+
+// One source row (RGB bytes) filtered to out_width RGB floats.
+template <int kTaps>
+void filter_row_fixed(const uint8_t* src, const AxisFilter& f, float* out) {
+  for (int o = 0; o < f.count; ++o) {
+    const uint8_t* p = src + static_cast<size_t>(f.start_at(o)) * 3;
+    const float* w = f.weight + static_cast<size_t>(o) * kTaps;
+    float r = 0, g = 0, b = 0;
+    for (int k = 0; k < kTaps; ++k) {
+      r += w[k] * p[3 * k];
+      g += w[k] * p[3 * k + 1];
+      b += w[k] * p[3 * k + 2];
+    }
+    out[3 * o] = r;
+    out[3 * o + 1] = g;
+    out[3 * o + 2] = b;
+  }
+}
+
+void filter_row(const uint8_t* src, const AxisFilter& f, float* out) {
+  switch (f.taps) {
+    case 1: return filter_row_fixed<1>(src, f, out);
+    case 2: return filter_row_fixed<2>(src, f, out);
+    case 3: return filter_row_fixed<3>(src, f, out);
+    case 4: return filter_row_fixed<4>(src, f, out);
+    default: break;
+  }
+  for (int o = 0; o < f.count; ++o) {
+    const uint8_t* p = src + static_cast<size_t>(f.start_at(o)) * 3;
+    const float* w = f.weight + static_cast<size_t>(o) * f.taps;
+    float r = 0, g = 0, b = 0;
+    for (int k = 0; k < f.taps; ++k) {
+      r += w[k] * p[3 * k];
+      g += w[k] * p[3 * k + 1];
+      b += w[k] * p[3 * k + 2];
+    }
+    out[3 * o] = r;
+    out[3 * o + 1] = g;
+    out[3 * o + 2] = b;
+  }
+}
+
+// Per channel out = v * scale + bias (v on the 0..255 scale).
+struct Affine {
+  float scale[3];
+  float bias[3];
+};
+
+template <DType kD>
+inline void store(uint8_t* dst, size_t index, float v) {
+  if constexpr (kD == DType::kUint8) {
+    dst[index] = static_cast<uint8_t>(std::clamp(v, 0.0f, 255.0f) + 0.5f);
+  } else if constexpr (kD == DType::kFloat32) {
+    std::memcpy(dst + 4 * index, &v, 4);
+  } else {
+    const uint16_t h = kD == DType::kFloat16 ? float_to_half(v) : float_to_bfloat16(v);
+    std::memcpy(dst + 2 * index, &h, 2);
+  }
+}
+
+// Writes output row y from `row` (out_width RGB floats): flip, affine,
+// convert, lay out. Every value of the row is written exactly once.
+template <DType kD, Layout kL>
+void emit_row(const float* row, int width, int height, int y, bool flip, const Affine& aff,
+              uint8_t* dst) {
+  const size_t plane = static_cast<size_t>(width) * height;
+  const size_t row_start = static_cast<size_t>(y) * width;
+  for (int x = 0; x < width; ++x) {
+    const float* px = row + 3 * static_cast<size_t>(flip ? width - 1 - x : x);
+    for (int c = 0; c < 3; ++c) {
+      const float v = px[c] * aff.scale[c] + aff.bias[c];
+      const size_t index =
+          kL == Layout::kNHWC ? (row_start + x) * 3 + c : c * plane + row_start + x;
+      store<kD>(dst, index, v);
+    }
+  }
+}
+
+using EmitFn = void (*)(const float*, int, int, int, bool, const Affine&, uint8_t*);
+
+template <DType kD>
+EmitFn emit_for_layout(Layout layout) {
+  return layout == Layout::kNHWC ? emit_row<kD, Layout::kNHWC> : emit_row<kD, Layout::kNCHW>;
+}
+
+EmitFn emit_for(const SampleSpec& spec) {
+  switch (spec.dtype) {
+    case DType::kUint8: return emit_for_layout<DType::kUint8>(spec.layout);
+    case DType::kFloat32: return emit_for_layout<DType::kFloat32>(spec.layout);
+    case DType::kFloat16: return emit_for_layout<DType::kFloat16>(spec.layout);
+    case DType::kBFloat16: return emit_for_layout<DType::kBFloat16>(spec.layout);
+  }
+  return nullptr;
+}
+
+Affine affine_for(const SampleSpec& spec) {
+  Affine a;
+  for (int c = 0; c < 3; ++c) {
+    if (spec.dtype == DType::kUint8) {
+      a.scale[c] = 1.0f;
+      a.bias[c] = 0.0f;
+    } else {
+      a.scale[c] = 1.0f / (255.0f * spec.std[c]);
+      a.bias[c] = -spec.mean[c] / spec.std[c];
+    }
+  }
+  return a;
+}
+
+// Rounding in the crop arithmetic (x / d - xoff) may leave the rectangle a
+// hair outside the window; more than this is a caller's mistake.
+constexpr double kCropSlack = 1e-6;
+
+Status check_inputs(const DecodedWindow& src, const SampleSpec& spec, const void* dst,
+                    const std::vector<float>* scratch) {
+  if (dst == nullptr || scratch == nullptr) return invalid_argument_error("null output");
+  if (spec.width <= 0 || spec.height <= 0) return invalid_argument_error("empty sample size");
+  if (emit_for(spec) == nullptr) return invalid_argument_error("unknown dtype");
+  if (spec.layout != Layout::kNHWC && spec.layout != Layout::kNCHW) {
+    return invalid_argument_error("unknown layout");
+  }
+  if (src.width <= 0 || src.height <= 0 ||
+      src.pixels.size() < static_cast<size_t>(src.width) * src.height * 3) {
+    return invalid_argument_error("decoded window is empty or smaller than its size says");
+  }
+  const bool crop_ok = std::isfinite(src.crop_x) && std::isfinite(src.crop_y) &&
+                       std::isfinite(src.crop_width) && std::isfinite(src.crop_height) &&
+                       src.crop_width > 0 && src.crop_height > 0 && src.crop_x >= -kCropSlack &&
+                       src.crop_y >= -kCropSlack &&
+                       src.crop_x + src.crop_width <= src.width + kCropSlack &&
+                       src.crop_y + src.crop_height <= src.height + kCropSlack;
+  if (!crop_ok) return invalid_argument_error("crop rectangle is not inside the decoded window");
+  return ok_status();
+}
+
+}  // namespace
+
+Status write_sample(const DecodedWindow& src, bool flip, const SampleSpec& spec, void* dst,
+                    std::vector<float>* scratch) {
+  SLUICE_RETURN_IF_ERROR(check_inputs(src, spec, dst, scratch));
+  const double cx = std::max(0.0, src.crop_x), cy = std::max(0.0, src.crop_y);
+  const AxisPlan px =
+      plan_axis(cx, std::min(src.crop_width, src.width - cx), src.width, spec.width);
+  const AxisPlan py =
+      plan_axis(cy, std::min(src.crop_height, src.height - cy), src.height, spec.height);
+  const size_t out_w = static_cast<size_t>(spec.width);
+  const size_t row_floats = out_w * 3;
+  const size_t ring_rows = static_cast<size_t>(py.taps);
+  // Scratch: x filter | y filter | ring of filtered rows | one output row.
+  const size_t x_floats = out_w * (1 + px.taps);
+  const size_t y_floats = static_cast<size_t>(spec.height) * (1 + py.taps);
+  const size_t need = x_floats + y_floats + (ring_rows + 1) * row_floats;
+  if (scratch->size() < need) scratch->resize(need);
+  float* s = scratch->data();
+  AxisFilter fx{px.taps, spec.width, s, s + out_w};
+  s += x_floats;
+  AxisFilter fy{py.taps, spec.height, s, s + spec.height};
+  s += y_floats;
+  float* ring = s;
+  float* out_row = ring + ring_rows * row_floats;
+  build_filter(px, &fx);
+  build_filter(py, &fy);
+
+  const EmitFn emit = emit_for(spec);
+  const Affine aff = affine_for(spec);
+  auto* out = static_cast<uint8_t*>(dst);
+  const size_t src_row_bytes = static_cast<size_t>(src.width) * 3;
+  int next_row = py.lo;  // the first source row not yet filtered
+  for (int y = 0; y < spec.height; ++y) {
+    const int start = fy.start_at(y);
+    next_row = std::max(next_row, start);
+    for (; next_row < start + fy.taps; ++next_row) {
+      filter_row(src.pixels.data() + next_row * src_row_bytes, fx,
+                 ring + (next_row % ring_rows) * row_floats);
+    }
+    const float* w = fy.weight + static_cast<size_t>(y) * fy.taps;
+    const float* first = ring + (start % ring_rows) * row_floats;
+    for (size_t i = 0; i < row_floats; ++i) out_row[i] = w[0] * first[i];
+    for (int k = 1; k < fy.taps; ++k) {
+      const float* r = ring + ((start + k) % ring_rows) * row_floats;
+      for (size_t i = 0; i < row_floats; ++i) out_row[i] += w[k] * r[i];
+    }
+    emit(out_row, spec.width, spec.height, y, flip, aff, out);
+  }
+  return ok_status();
+}
+
+}  // namespace sluice
