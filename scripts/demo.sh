@@ -21,4 +21,8 @@ echo "== 3. sluice inspect --verify"
 "$sluice" inspect --verify "$work/shards"
 
 echo
+echo "== 4. sluice bench --ablation: the ladder from raw files to shards with crop decode"
+"$sluice" bench "$work/shards" --ablation --batch 64 --size 56 --batches 20
+
+echo
 echo "Shards are in $work/shards; TensorFlow reads them with tf.data.TFRecordDataset."

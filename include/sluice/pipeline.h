@@ -79,8 +79,10 @@ struct PipelineOptions {
   int world_size = 1;
   bool drop_last = true;
 
-  // Worker threads (0 = autotune: one per core) and batch slots in the ring
-  // (0 = autotune within the memory budget).
+  // Worker threads (0 = autotune: one thread per core, of which the tuner
+  // keeps active as many as keep the consumer from waiting, fewer when the
+  // consumer is the bottleneck) and batch slots in the ring (0 = as many as
+  // fit the memory budget, at most two per worker).
   int workers = 0;
   int prefetch = 0;
   // Everything in flight: ring slots plus per-worker scratch.
@@ -156,7 +158,8 @@ struct PipelineStats {
   uint64_t batches = 0;
   uint64_t bad_samples = 0;
   double consumer_wait_seconds = 0;
-  int workers = 0;
+  int workers = 0;         // threads started
+  int active_workers = 0;  // of those, allowed to work now (autotune)
   int prefetch = 0;
   uint64_t slot_bytes = 0;
   // How the engine settled workers and prefetch, in words.

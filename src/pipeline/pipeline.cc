@@ -84,6 +84,15 @@ struct Pipeline::Impl {
   uint64_t samples_done = 0;
   uint64_t batches_done = 0;
   uint64_t consumer_wait_ns = 0;
+  // Autotune (workers == 0): how many workers may claim work, and the
+  // measurement window the tuner judges by.
+  int active = 0;
+  bool tune = false;
+  uint64_t window_start_ns = 0;
+  uint64_t window_wait_ns = 0;
+  uint64_t window_batches = 0;
+  int calm_windows = 0;    // consecutive windows where the consumer never waited
+  int freeze_windows = 0;  // after a step back up, hold still for a while
 
   // Declared last: destroyed (stopped and joined) first, while everything
   // the workers touch is still alive.
@@ -134,12 +143,45 @@ struct Pipeline::Impl {
     work_cv.notify_all();
   }
 
-  bool claimable() const {  // requires mu
+  // Judges one window of batches and moves the active worker count by one:
+  // up while the consumer waits for input (and a core is left), down while
+  // the consumer never waits (a worker fewer leaves a core to the trainer),
+  // back up at once if that makes the consumer wait.
+  void autotune(uint64_t now) {  // requires mu
+    const uint64_t kWindow = static_cast<uint64_t>(std::max(4, prefetch));
+    if (!tune || ++window_batches < kWindow) return;
+    double wall = static_cast<double>(now - window_start_ns);
+    double wait_share = wall > 0 ? window_wait_ns / wall : 0;
+    int before = active;
+    if (freeze_windows > 0) --freeze_windows;
+    if (wait_share > 0.05) {
+      calm_windows = 0;
+      if (active < workers) {
+        ++active;
+        freeze_windows = 8;
+      }
+    } else if (wait_share < 0.01 && ++calm_windows >= 2 && freeze_windows == 0 && active > 1) {
+      --active;
+      calm_windows = 0;
+    }
+    if (active != before) {
+      tuning = fmt::format("workers {} of {} active (autotune: the consumer waited {:.0f} % of the last {} batches), "
+                           "prefetch {}",
+                           active, workers, 100 * wait_share, kWindow, prefetch);
+      work_cv.notify_all();
+    }
+    window_start_ns = now;
+    window_wait_ns = 0;
+    window_batches = 0;
+  }
+
+  bool claimable(int index) const {  // requires mu
+    if (index >= active) return false;
     if (next_sample >= uint64_t{batches} * o.batch_size || next_sample >= samples_in_plan()) return false;
     return batch_slot.count(next_sample / o.batch_size) != 0;
   }
 
-  void worker(std::stop_token st) {
+  void worker(std::stop_token st, int index) {
     CropDecoder decoder;
     DecodedWindow window;
     std::vector<float> scratch;
@@ -150,7 +192,7 @@ struct Pipeline::Impl {
       std::shared_ptr<const std::vector<uint32_t>> my_plan;
       {
         std::unique_lock lock(mu);
-        if (!work_cv.wait(lock, st, [&] { return claimable(); })) return;
+        if (!work_cv.wait(lock, st, [&] { return claimable(index); })) return;
         k = next_sample++;
         gen = generation;
         ep = epoch;
@@ -345,8 +387,11 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(const PipelineOptions& option
     std::unique_lock lock(m.mu);
     m.reset(lock, 0, 0);
   }
+  m.active = m.workers;
+  m.tune = options.workers == 0;
+  m.window_start_ns = now_ns();
   for (int w = 0; w < m.workers; ++w) {
-    m.threads.emplace_back([&m](std::stop_token st) { m.worker(st); });
+    m.threads.emplace_back([&m, w](std::stop_token st) { m.worker(st, w); });
   }
   return std::unique_ptr<Pipeline>(new Pipeline(std::move(impl)));
 }
@@ -401,7 +446,9 @@ Result<Batch> Pipeline::next() {
   m.consumer_cv.wait(lock, [&] { return slot.state == SlotState::kReady || !m.fatal.ok(); });
   uint64_t waited = now_ns() - t0;
   m.consumer_wait_ns += waited;
+  m.window_wait_ns += waited;
   m.batch_stage->add_wait(waited);
+  m.autotune(now_ns());
   if (!m.fatal.ok()) return m.fatal;
   // Drop bad samples: move the good ones down, keeping their order.
   size_t n = 0;
@@ -449,6 +496,7 @@ PipelineStats Pipeline::stats() const {
   s.bad_samples = impl_->events.size();
   s.consumer_wait_seconds = impl_->consumer_wait_ns / 1e9;
   s.workers = impl_->workers;
+  s.active_workers = impl_->active;
   s.prefetch = impl_->prefetch;
   s.slot_bytes = impl_->slot_bytes;
   s.tuning = impl_->tuning;

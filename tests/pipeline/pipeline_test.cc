@@ -16,7 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Run {
+struct Outcome {
   std::vector<uint64_t> digests;
   std::vector<uint64_t> ids;
   std::vector<int64_t> labels;
@@ -53,15 +53,17 @@ class PipelineTest : public ::testing::Test {
     return o;
   }
 
-  static Run run(const PipelineOptions& o, uint64_t epochs = 1, int64_t max_batches = -1,
+  static Outcome run(const PipelineOptions& o, uint64_t epochs = 1, int64_t max_batches = -1,
                  PipelineState start = {}) {
-    Run r;
+    Outcome r;
     auto p = Pipeline::create(o);
     EXPECT_TRUE(p.ok()) << p.status().to_string();
     if (!p.ok()) return r;
     EXPECT_TRUE((*p)->restore(start).ok());
     for (uint64_t e = start.epoch; e < epochs; ++e) {
-      if (e != start.epoch) EXPECT_TRUE((*p)->set_epoch(e).ok());
+      if (e != start.epoch) {
+        EXPECT_TRUE((*p)->set_epoch(e).ok());
+      }
       for (;;) {
         if (max_batches >= 0 && static_cast<int64_t>(r.digests.size()) >= max_batches) return r;
         auto b = (*p)->next();
@@ -88,7 +90,7 @@ TEST_F(PipelineTest, BatchesHaveTheRightShapeLabelsAndIds) {
   EXPECT_EQ((*p)->records(), 60u);
   EXPECT_EQ((*p)->batches_per_epoch(), 7u);  // 60 / 8, last partial dropped
   EXPECT_EQ((*p)->classes().size(), 3u);
-  Run r = run(options());
+  Outcome r = run(options());
   ASSERT_EQ(r.digests.size(), 7u);
   for (size_t s : r.sizes) EXPECT_EQ(s, 8u);
   std::set<uint64_t> ids(r.ids.begin(), r.ids.end());
@@ -102,7 +104,7 @@ TEST_F(PipelineTest, BatchesHaveTheRightShapeLabelsAndIds) {
 TEST_F(PipelineTest, PaddedEpochKeepsTheLastPartialBatch) {
   PipelineOptions o = options();
   o.drop_last = false;
-  Run r = run(o);
+  Outcome r = run(o);
   ASSERT_EQ(r.sizes.size(), 8u);
   EXPECT_EQ(r.sizes.back(), 4u);
 }
@@ -111,7 +113,7 @@ TEST_F(PipelineTest, SameBatchesWhateverTheWorkerCountAndPrefetch) {
   PipelineOptions o = options();
   o.workers = 1;
   o.prefetch = 1;
-  Run base = run(o, 2);
+  Outcome base = run(o, 2);
   ASSERT_EQ(base.digests.size(), 14u);
   for (auto [workers, prefetch] : {std::pair{2, 2}, std::pair{4, 3}, std::pair{3, 0}}) {
     o.workers = workers;
@@ -127,7 +129,7 @@ TEST_F(PipelineTest, EveryDtypeAndLayoutIsReproducible) {
       o.sample.dtype = d;
       o.sample.layout = l;
       o.workers = 1;
-      Run a = run(o, 1, 3);
+      Outcome a = run(o, 1, 3);
       o.workers = 3;
       EXPECT_EQ(run(o, 1, 3).digests, a.digests) << dtype_name(d) << " " << layout_name(l);
     }
@@ -135,10 +137,10 @@ TEST_F(PipelineTest, EveryDtypeAndLayoutIsReproducible) {
 }
 
 TEST_F(PipelineTest, ResumedRunContinuesExactly) {
-  Run whole = run(options(), 3);
+  Outcome whole = run(options(), 3);
   ASSERT_EQ(whole.digests.size(), 21u);
   for (PipelineState s : {PipelineState{0, 3}, PipelineState{1, 0}, PipelineState{1, 6}, PipelineState{2, 7}}) {
-    Run rest = run(options(), 3, -1, s);
+    Outcome rest = run(options(), 3, -1, s);
     size_t skip = s.epoch * 7 + s.batches;
     std::vector<uint64_t> expected(whole.digests.begin() + static_cast<long>(skip), whole.digests.end());
     EXPECT_EQ(rest.digests, expected) << "from epoch " << s.epoch << " batch " << s.batches;
@@ -156,7 +158,7 @@ TEST_F(PipelineTest, StateCountsBatchesHandedOut) {
 }
 
 TEST_F(PipelineTest, EpochsAndSeedsDiffer) {
-  Run two = run(options(), 2);
+  Outcome two = run(options(), 2);
   std::vector<uint64_t> e0(two.digests.begin(), two.digests.begin() + 7);
   std::vector<uint64_t> e1(two.digests.begin() + 7, two.digests.end());
   EXPECT_NE(e0, e1);
@@ -172,7 +174,7 @@ TEST_F(PipelineTest, RanksReadDisjointParts) {
     o.rank = rank;
     o.world_size = 3;
     o.batch_size = 4;
-    Run r = run(o);
+    Outcome r = run(o);
     EXPECT_EQ(r.ids.size(), 20u);
     for (uint64_t id : r.ids) EXPECT_TRUE(seen.insert(id).second) << "id " << id << " on two ranks";
   }
@@ -184,7 +186,7 @@ TEST_F(PipelineTest, EvalAndResizeModesAreDeterministic) {
     PipelineOptions o = options();
     o.augment = m;
     o.order = Order::kNone;
-    Run a = run(o, 2);
+    Outcome a = run(o, 2);
     // No randomness left: both epochs give the same batches.
     EXPECT_EQ(std::vector<uint64_t>(a.digests.begin(), a.digests.begin() + 7),
               std::vector<uint64_t>(a.digests.begin() + 7, a.digests.end()));
@@ -197,7 +199,7 @@ TEST_F(PipelineTest, ImageFolderSource) {
   auto p = Pipeline::create(o);
   ASSERT_TRUE(p.ok()) << p.status().to_string();
   EXPECT_EQ((*p)->records(), 60u);
-  Run r = run(o);
+  Outcome r = run(o);
   EXPECT_EQ(r.digests.size(), 7u);
   // Same images and labels as through the shards: the label histogram holds.
   std::map<int64_t, int> a, b;
