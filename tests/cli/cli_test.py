@@ -219,6 +219,57 @@ class CliTest(unittest.TestCase):
         self.assertEqual(run("convert", "--no-such-flag").returncode, 2)
         self.assertEqual(run().returncode, 2)
 
+    def bench_digests(self, data, *extra):
+        p = run("bench", data, "--batch", "8", "--size", "24", "--digest", "-q", *extra, check=0)
+        lines = [l.split() for l in p.stdout.splitlines() if l.startswith("digest ")]
+        per_batch = [l for l in lines if l[1] != "all"]
+        total = [l[2] for l in lines if l[1] == "all"]
+        return per_batch, total[0] if total else None
+
+    def test_bench_digest_same_for_any_worker_count_and_after_resume(self):
+        out = self.fresh("bd")
+        self.convert(out, "--shards", "2")
+        base, total = self.bench_digests(out, "--workers", "1", "--epochs", "2")
+        self.assertEqual(len(base), 14)  # 60 images / 8, two epochs
+        for w in ("2", "4"):
+            self.assertEqual(self.bench_digests(out, "--workers", w, "--epochs", "2"), (base, total))
+        state = os.path.join(self.tmp, "state.json")
+        first, _ = self.bench_digests(out, "--epochs", "2", "--batches", "9", "--state-out", state)
+        self.assertEqual(json.loads(slurp(state)), {"epoch": 1, "batches": 2})
+        rest, _ = self.bench_digests(out, "--epochs", "2", "--state-in", state)
+        self.assertEqual(first + rest, base)
+
+    def test_bench_reports_and_json(self):
+        out = self.fresh("bj")
+        self.convert(out)
+        report = os.path.join(self.tmp, "bench.json")
+        p = run("bench", out, "--batch", "16", "--size", "32", "--json", report, "--ceiling",
+                "--logdir", os.path.join(self.tmp, "tb"), check=0)
+        self.assertIn("images/s", p.stdout)
+        self.assertIn("verdict: ", p.stdout)
+        j = json.loads(slurp(report))
+        for key in ("images_per_second", "ceiling_images_per_second", "plan_floor_images_per_second",
+                    "workers", "peak_rss_bytes", "stages"):
+            self.assertIn(key, j)
+        self.assertEqual(j["images"], 48)
+        self.assertEqual(set(j["stages"]), {"read", "decode", "augment", "batch"})
+        events = [f for f in os.listdir(os.path.join(self.tmp, "tb")) if f.startswith("events.out.tfevents.")]
+        self.assertEqual(len(events), 1)
+        records = list(tfrecord_py.read_records(os.path.join(self.tmp, "tb", events[0])))
+        self.assertGreaterEqual(len(records), 2)  # file_version + at least the total
+
+    def test_bench_bad_options(self):
+        out = self.fresh("bo")
+        self.convert(out)
+        self.assertIn("unknown order", run("bench", out, "--order", "random", check=1).stderr)
+        self.assertIn("--workers must be", run("bench", out, "--workers", "zero", check=1).stderr)
+        self.assertIn("rank 2 is outside", run("bench", out, "--rank", "2", "--world-size", "2", check=1).stderr)
+        self.assertIn("no split 'test'", run("bench", out, "--split", "test", check=1).stderr)
+        bad_state = os.path.join(self.tmp, "bad-state.json")
+        with open(bad_state, "w") as f:
+            f.write("{}")
+        self.assertIn("not a sluice state file", run("bench", out, "--state-in", bad_state, check=1).stderr)
+
     def test_killed_convert_leaves_nothing_that_looks_complete(self):
         src = self.fresh("bigsrc")
         run("synth", src, "--classes", "2", "--per-class", "1500", "--size", "160", "--val-per-class", "0",
