@@ -34,22 +34,14 @@ uint64_t test_seed() {
 // (with and without interleaved MCUs), arithmetic, extended sequential,
 // CMYK (Adobe), restart markers, and odd sampling factors.
 const char* const kJpegs[] = {
-    "jpeg/libjpeg-turbo-testorig.jpg",
-    "jpeg/jpeg-decoder-mjpeg.jpg",
-    "jpeg/wuffs-peacock.default.jpeg",
-    "jpeg/wuffs-peacock.s1x1-444.jpeg",
-    "jpeg/wuffs-peacock.s2x1-422.jpeg",
-    "jpeg/wuffs-peacock.grayscale.jpeg",
-    "jpeg/wuffs-peacock.progressive.jpeg",
-    "jpeg/jpeg-decoder-non-interleaved-mcu.jpg",
-    "jpeg/libjpeg-turbo-testimgari.jpg",
-    "jpeg/jpeg-decoder-jpg-cmyk-1.jpg",
-    "jpeg/pillow-pil_sample_cmyk.jpg",
-    "jpeg/jpeg-decoder-restarts.jpg",
-    "jpeg/wuffs-peacock.s1x3.jpeg",
-    "jpeg/wuffs-peacock.s-weird.jpeg",
-    "jpeg/wuffs-peacock.s-very-weird.jpeg",
-    "jpeg/pillow-hopper.jpg",
+    "jpeg/libjpeg-turbo-testorig.jpg",      "jpeg/jpeg-decoder-mjpeg.jpg",
+    "jpeg/wuffs-peacock.default.jpeg",      "jpeg/wuffs-peacock.s1x1-444.jpeg",
+    "jpeg/wuffs-peacock.s2x1-422.jpeg",     "jpeg/wuffs-peacock.grayscale.jpeg",
+    "jpeg/wuffs-peacock.progressive.jpeg",  "jpeg/jpeg-decoder-non-interleaved-mcu.jpg",
+    "jpeg/libjpeg-turbo-testimgari.jpg",    "jpeg/jpeg-decoder-jpg-cmyk-1.jpg",
+    "jpeg/pillow-pil_sample_cmyk.jpg",      "jpeg/jpeg-decoder-restarts.jpg",
+    "jpeg/wuffs-peacock.s1x3.jpeg",         "jpeg/wuffs-peacock.s-weird.jpeg",
+    "jpeg/wuffs-peacock.s-very-weird.jpeg", "jpeg/pillow-hopper.jpg",
 };
 
 CropWindow random_crop(int width, int height, CounterRng& rng) {
