@@ -40,16 +40,18 @@ enum class AugmentMode {
 };
 
 struct RandomResizedCropParams {
-  double scale_min = 0.08, scale_max = 1.0;        // share of the source area
+  double scale_min = 0.08, scale_max = 1.0;             // share of the source area
   double ratio_min = 3.0 / 4.0, ratio_max = 4.0 / 3.0;  // width / height
-  int attempts = 10;                                // then the centre fallback
+  int attempts = 10;                                    // then the centre fallback
 };
 
 // torchvision.transforms.RandomResizedCrop.get_params, exactly: up to
 // `attempts` tries of area ~ U(scale) and log-ratio ~ U(log ratio); a try
 // fits when w <= width and h <= height (w = round(sqrt(area*ratio)), h =
 // round(sqrt(area/ratio))), then x ~ U{0..width-w}, y ~ U{0..height-h}.
-// Otherwise the centre crop with the ratio clamped into range.
+// Otherwise the centre crop with the ratio clamped into range. Rounding is
+// Python's (half to even); the row is drawn before the column, as there.
+// An empty image (width or height <= 0) gives an empty window.
 CropWindow random_resized_crop(int width, int height, const RandomResizedCropParams& params,
                                CounterRng& rng);
 
@@ -60,7 +62,7 @@ CropWindow random_resized_crop(int width, int height, const RandomResizedCropPar
 CropWindow center_crop_window(int width, int height, double crop_fraction = 0.875);
 
 struct AugmentPlan {
-  CropWindow crop;   // full-resolution source coordinates
+  CropWindow crop;  // full-resolution source coordinates
   bool flip = false;
 };
 
@@ -71,7 +73,8 @@ AugmentPlan plan_augment(AugmentMode mode, int width, int height, CounterRng& rn
 
 // The largest denominator d in {1, 2, 4, 8} such that the crop decoded at
 // 1/d is still at least out_width x out_height (so downscaling, never
-// upscaling, remains). libjpeg-turbo has SIMD IDCTs only at these scales.
+// upscaling, remains): crop.width >= d * out_width and likewise for height.
+// libjpeg-turbo has SIMD IDCTs only at these scales.
 int choose_scale_denom(const CropWindow& crop, int out_width, int out_height);
 
 // Pixels decoded from a window of an image, plus where the requested crop
@@ -88,7 +91,16 @@ struct DecodedWindow {
 // Decodes crop windows of JPEGs (libjpeg: jpeg_crop_scanline for columns,
 // jpeg_skip_scanlines for rows above, stops after the crop's last row) and
 // PNGs (whole image, then the window). Grayscale and CMYK/YCCK become RGB.
-// Corrupt data fails with kDataLoss as in image.h.
+// Corrupt data fails with kDataLoss as in image.h, but only damage the
+// decode reaches: a baseline JPEG is read down to the crop's last row, so a
+// truncation or corruption below it goes unseen (check_image at convert
+// time is what proves a file whole). Progressive JPEGs are read whole.
+// The window's pixels in the crop equal decode_image's at the same scale
+// (the decoder decodes a margin so libjpeg's cropped-edge chroma upsampling
+// stays outside the crop). A PNG window is the whole image, with the crop
+// as its rectangle. kInvalidArgument for a crop not inside the image or a
+// bad scale_denom; kResourceExhausted above max_pixels (checked before any
+// pixel memory); kUnimplemented as decode_image.
 class CropDecoder {
  public:
   CropDecoder();
@@ -136,12 +148,20 @@ struct SampleSpec {
 size_t sample_bytes(const SampleSpec& spec);
 
 // The fused kernel: resizes the window's crop rectangle to spec.width x
-// spec.height (bilinear with area-style antialiasing when shrinking by more
-// than 2x, matching a reference resize within the tolerance the tests
-// state), flips horizontally if asked, normalises, converts (float16 and
-// bfloat16 round to nearest even) and writes one sample in spec.layout to
-// `dst` (sample_bytes(spec) bytes, any alignment). Writes each output value
-// once; allocates nothing when `scratch` already has capacity.
+// spec.height, flips horizontally if asked, normalises, converts (float16 and
+// bfloat16 round to nearest even; uint8 rounds to nearest) and writes one
+// sample in spec.layout to `dst` (sample_bytes(spec) bytes, any alignment).
+// Per axis the filter is bilinear with half-pixel centres (align_corners =
+// False) while shrinking by at most 2x or enlarging, and a box filter over
+// each output pixel's source footprint (area averaging, as cv::INTER_AREA)
+// beyond 2x; the two coincide at 2x. Between 1x and 2x there is no
+// antialiasing (as cv::INTER_LINEAR or torchvision with antialias=False).
+// Samples are clamped to the pixels the rectangle touches (edge
+// replication, as resizing a cut-out crop). Writes each output value once;
+// allocates nothing when `scratch` already has capacity (it grows to about
+// (taps + 1) * 3 * spec.width floats plus the filter tables).
+// kInvalidArgument for null pointers, an empty spec, or a rectangle that is
+// not inside the window.
 Status write_sample(const DecodedWindow& src, bool flip, const SampleSpec& spec, void* dst,
                     std::vector<float>* scratch);
 

@@ -51,7 +51,6 @@ struct JpegSession {
   JSAMPROW rows[kRowBatch];
 };
 
-
 // What one JPEG decode is asked for and where it got to. Scaled coordinates
 // are in the 1/scale_denom image.
 struct JpegCrop {
@@ -202,7 +201,8 @@ Status CropDecoder::decode(std::string_view bytes, const ImageInfo& info, const 
   }
   SLUICE_RETURN_IF_ERROR(detail::check_jpeg_supported(info));
   if (!state_->jpeg.created) {
-    if (!create_decompress(&state_->jpeg)) return resource_exhausted_error(state_->jpeg.err.message);
+    if (!create_decompress(&state_->jpeg))
+      return resource_exhausted_error(state_->jpeg.err.message);
     state_->jpeg.created = true;
   }
   JpegCrop job;
