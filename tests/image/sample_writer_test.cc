@@ -115,7 +115,7 @@ std::vector<T> write(const DecodedWindow& src, bool flip, const SampleSpec& spec
                      std::vector<float>* scratch) {
   std::vector<T> out(sample_bytes(spec) / sizeof(T));
   EXPECT_EQ(out.size() * sizeof(T), sample_bytes(spec));
-  const Status s = write_sample(src, flip, spec, out.data(), scratch);
+  const Status s = write_sample_precise(src, flip, spec, out.data(), scratch);
   EXPECT_TRUE(s.ok()) << s.to_string();
   return out;
 }
@@ -501,6 +501,129 @@ TEST(BFloat16, RoundsToNearestEvenAndKeepsNaN) {
     const float f = std::bit_cast<float>(static_cast<uint32_t>(rng.next()));
     if (std::isnan(f) || std::abs(f) >= 0x1.fefffep127f) continue;  // reference has no inf
     ASSERT_EQ(float_to_bfloat16(f), reference_bf16(f)) << std::bit_cast<uint32_t>(f);
+  }
+}
+
+}  // namespace
+}  // namespace sluice
+
+namespace sluice {
+namespace {
+
+// A smooth image (real photos are mostly smooth at the scales we resize):
+// gradients plus a low-frequency pattern, so rounding a crop rectangle to
+// whole pixels moves values by little.
+DecodedWindow smooth_window(int width, int height) {
+  DecodedWindow w;
+  w.width = width;
+  w.height = height;
+  w.pixels.resize(static_cast<size_t>(width) * height * 3);
+  for (int y = 0; y < height; ++y) {
+    for (int x = 0; x < width; ++x) {
+      uint8_t* p = &w.pixels[(static_cast<size_t>(y) * width + x) * 3];
+      p[0] = static_cast<uint8_t>(255.0 * x / width);
+      p[1] = static_cast<uint8_t>(255.0 * y / height);
+      p[2] = static_cast<uint8_t>(127.5 + 127 * std::sin(x / 17.0) * std::cos(y / 23.0));
+    }
+  }
+  w.crop_width = width;
+  w.crop_height = height;
+  return w;
+}
+
+std::vector<float> fast(const DecodedWindow& src, bool flip, const SampleSpec& spec) {
+  std::vector<float> scratch, out(sample_bytes(spec) / sizeof(float));
+  EXPECT_TRUE(write_sample(src, flip, spec, out.data(), &scratch).ok());
+  return out;
+}
+
+std::vector<float> precise(const DecodedWindow& src, bool flip, const SampleSpec& spec) {
+  std::vector<float> scratch, out(sample_bytes(spec) / sizeof(float));
+  EXPECT_TRUE(write_sample_precise(src, flip, spec, out.data(), &scratch).ok());
+  return out;
+}
+
+// The fast path (8-bit OpenCV resize of the rounded rectangle, then a
+// lookup) against the float reference on the 0..255 scale. Bound: 8-bit
+// rounding of the resized value (0.5) plus OpenCV's fixed-point weights
+// (< 0.5) where the rectangle is whole. Rounding a fractional rectangle
+// moves each edge by up to half a source pixel, so sample positions move by
+// up to one source pixel across the output; this image's steepest gradient
+// (255 over 150 px, 1.7 per pixel) then allows about 1 + 1.7 * 1.5.
+TEST(WriteSampleFast, CloseToThePreciseReference) {
+  const int cases[][4] = {{300, 300, 224, 224}, {224, 224, 224, 224}, {150, 120, 224, 224},
+                          {448, 448, 224, 224}, {1000, 700, 224, 224}, {320, 200, 64, 96}};
+  for (const auto& c : cases) {
+    for (bool whole : {true, false}) {
+      DecodedWindow src = smooth_window(c[0], c[1]);
+      if (!whole) {
+        src.crop_x = 3.3;
+        src.crop_y = 5.6;
+        src.crop_width = c[0] - 9.7;
+        src.crop_height = c[1] - 7.2;
+      }
+      SampleSpec spec = plain_spec(c[2], c[3]);
+      for (int ch = 0; ch < 3; ++ch) spec.std[ch] = 1.0f / 255.0f;  // values on the 0..255 scale
+      std::vector<float> a = fast(src, false, spec), b = precise(src, false, spec);
+      double sum = 0, worst = 0;
+      for (size_t i = 0; i < a.size(); ++i) {
+        double d = std::abs(a[i] - b[i]);
+        sum += d;
+        worst = std::max(worst, d);
+      }
+      double bound = whole ? 1.01 : 4.5;
+      EXPECT_LE(worst, bound) << c[0] << "x" << c[1] << " -> " << c[2] << "x" << c[3] << (whole ? "" : " fractional");
+      EXPECT_LE(sum / a.size(), whole ? 0.5 : 1.0);
+    }
+  }
+}
+
+TEST(WriteSampleFast, FlipLayoutsAndDtypesAreExactRelations) {
+  CounterRng rng(hash_key(test_seed(), 77));
+  DecodedWindow src = random_window(97, 131, rng);
+  src.crop_x = 4;
+  src.crop_y = 9;
+  src.crop_width = 80;
+  src.crop_height = 100;
+  SampleSpec spec;
+  spec.width = 40;
+  spec.height = 50;
+  spec.layout = Layout::kNHWC;
+  std::vector<float> a = fast(src, false, spec), f = fast(src, true, spec);
+  for (int y = 0; y < 50; ++y) {
+    for (int x = 0; x < 40; ++x) {
+      for (int c = 0; c < 3; ++c) {
+        ASSERT_EQ(a[(y * 40 + x) * 3 + c], f[(y * 40 + (39 - x)) * 3 + c]);
+      }
+    }
+  }
+  SampleSpec planar = spec;
+  planar.layout = Layout::kNCHW;
+  std::vector<float> p = fast(src, false, planar);
+  for (int y = 0; y < 50; ++y) {
+    for (int x = 0; x < 40; ++x) {
+      for (int c = 0; c < 3; ++c) ASSERT_EQ(a[(y * 40 + x) * 3 + c], p[(c * 50 + y) * 40 + x]);
+    }
+  }
+  for (DType d : {DType::kFloat16, DType::kBFloat16}) {
+    SampleSpec half = spec;
+    half.dtype = d;
+    std::vector<uint16_t> h(sample_bytes(half) / 2);
+    std::vector<float> scratch;
+    ASSERT_TRUE(write_sample(src, false, half, h.data(), &scratch).ok());
+    for (size_t i = 0; i < h.size(); ++i) {
+      ASSERT_EQ(h[i], d == DType::kFloat16 ? float_to_half(a[i]) : float_to_bfloat16(a[i]));
+    }
+  }
+  SampleSpec bytes = spec;
+  bytes.dtype = DType::kUint8;
+  std::vector<uint8_t> u(sample_bytes(bytes));
+  std::vector<float> scratch;
+  ASSERT_TRUE(write_sample(src, false, bytes, u.data(), &scratch).ok());
+  for (size_t i = 0; i < u.size(); ++i) {
+    int c = static_cast<int>(i % 3);
+    float expect = (u[i] / 255.0f - spec.mean[c]) / spec.std[c];
+    ASSERT_EQ(a[i], expect);  // the float output is the table of the 8-bit one
   }
 }
 
