@@ -82,6 +82,25 @@ Status decode_event(std::string_view data, Event* out);
 // "scalars" plugin metadata when plugin_name is set).
 std::string encode_event(const Event& event);
 
+// A zero-copy look at one feature of a serialized Example, for the hot
+// path: no protobuf objects, no copies; views point into the record bytes.
+struct FeatureView {
+  bool found = false;
+  Feature::Kind kind = Feature::Kind::kNone;
+  size_t count = 0;                // values in the list
+  std::string_view first_bytes;    // kBytes: the first value
+  int64_t first_int64 = 0;         // kInt64: the first value
+  float first_float = 0;           // kFloat: the first value
+};
+
+// Finds `keys` in the serialized Example `data` and fills `out` (same
+// length as keys). Follows protobuf's rules where they matter here: the
+// last entry for a key wins, a repeated list field appends. Stricter than
+// nothing, looser than decode_example: unknown fields are skipped. Returns
+// kDataLoss when the bytes are not a well-formed Example.
+Status find_features(std::string_view data, const std::string_view* keys, size_t n_keys,
+                     FeatureView* out);
+
 // What a record's payload most likely is: the first of Example,
 // SequenceExample and Event that parses with no unknown fields.
 enum class PayloadKind { kExample, kSequenceExample, kEvent, kOther };

@@ -38,27 +38,21 @@ class ShardSource final : public SampleSource {
     auto [file, index] = locate(id);
     std::string_view record;
     SLUICE_RETURN_IF_ERROR(files_[file]->read(index, buffer, &record));
-    // TODO(perf): a zero-copy scan of the Example's wire bytes would avoid
-    // copying the image out of the record.
-    thread_local Example example;
-    Status s = decode_example(record, &example);
+    const std::string_view keys[] = {keys_.image, keys_.label};
+    FeatureView f[2];
+    Status s = find_features(record, keys, 2, f);
     if (!s.ok()) return s.with_prefix(where_prefix(file, index));
-    auto img = example.features.find(keys_.image);
-    if (img == example.features.end() || img->second.bytes_list.empty()) {
+    if (f[0].kind != Feature::Kind::kBytes || f[0].count == 0) {
       return data_loss_error(where_prefix(file, index) + ": no image in feature '" + keys_.image + "'");
     }
-    // Keep the image bytes in `buffer` (the record is no longer needed).
-    buffer->swap(img->second.bytes_list[0]);
-    out->image = *buffer;
+    // The image stays where it is, inside the record bytes in `buffer`.
+    out->image = f[0].first_bytes;
     out->label = -1;
-    auto lab = example.features.find(keys_.label);
-    if (lab != example.features.end()) {
-      if (!lab->second.int64_list.empty()) {
-        out->label = lab->second.int64_list[0];
-      } else if (!lab->second.bytes_list.empty()) {
-        auto c = class_ids_.find(lab->second.bytes_list[0]);
-        if (c != class_ids_.end()) out->label = c->second;
-      }
+    if (f[1].kind == Feature::Kind::kInt64 && f[1].count > 0) {
+      out->label = f[1].first_int64;
+    } else if (f[1].kind == Feature::Kind::kBytes && f[1].count > 0) {
+      auto c = class_ids_.find(std::string(f[1].first_bytes));
+      if (c != class_ids_.end()) out->label = c->second;
     }
     return Status();
   }

@@ -1,4 +1,6 @@
 // Fuzzes protobuf decoding of Example, SequenceExample and Event payloads.
+#include <vector>
+
 #include "sluice/example.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -83,3 +83,50 @@ TEST(EventTest, ScalarRoundTrip) {
 
 }  // namespace
 }  // namespace sluice
+
+namespace sluice {
+namespace {
+
+TEST(FindFeaturesTest, AgreesWithTheFullDecode) {
+  Example e;
+  e.features["image/encoded"] = Feature::of_bytes({"jpegbytes", "second"});
+  e.features["image/class/label"] = Feature::of_int64s({-7, 3});
+  e.features["score"] = Feature::of_floats({2.5f});
+  e.features["empty"] = Feature{};
+  std::string data = encode_example(e);
+  const std::string_view keys[] = {"image/encoded", "image/class/label", "score", "empty", "missing"};
+  FeatureView v[5];
+  ASSERT_TRUE(find_features(data, keys, 5, v).ok());
+  EXPECT_TRUE(v[0].found);
+  EXPECT_EQ(v[0].kind, Feature::Kind::kBytes);
+  EXPECT_EQ(v[0].count, 2u);
+  EXPECT_EQ(v[0].first_bytes, "jpegbytes");
+  EXPECT_GE(v[0].first_bytes.data(), data.data());  // a view into the record
+  EXPECT_EQ(v[1].first_int64, -7);
+  EXPECT_EQ(v[1].count, 2u);
+  EXPECT_EQ(v[2].first_float, 2.5f);
+  EXPECT_TRUE(v[3].found);
+  EXPECT_EQ(v[3].kind, Feature::Kind::kNone);
+  EXPECT_FALSE(v[4].found);
+}
+
+TEST(FindFeaturesTest, LastMapEntryWinsAndDamageIsDataLoss) {
+  Example a, b;
+  a.features["k"] = Feature::of_int64s({1});
+  b.features["k"] = Feature::of_int64s({2});
+  std::string both = encode_example(a) + encode_example(b);  // concatenation = merge
+  const std::string_view key = "k";
+  FeatureView v;
+  ASSERT_TRUE(find_features(both, &key, 1, &v).ok());
+  EXPECT_EQ(v.first_int64, 2);
+  Example decoded;
+  ASSERT_TRUE(decode_example(both, &decoded).ok());
+  EXPECT_EQ(decoded.features["k"].int64_list[0], 2);
+  std::string cut = encode_example(a);
+  cut.pop_back();
+  EXPECT_EQ(find_features(cut, &key, 1, &v).code(), StatusCode::kDataLoss);
+  EXPECT_EQ(find_features("\xff\xff\xff", &key, 1, &v).code(), StatusCode::kDataLoss);
+}
+
+}  // namespace
+}  // namespace sluice

@@ -1,0 +1,209 @@
+// A zero-copy scan of tf.train.Example wire bytes for a few keys: the
+// pipeline needs one image and one label per record, and protobuf's full
+// parse (a map, strings copied) costs more than reading the record did.
+// Every length is checked against the bytes that remain.
+#include <cstring>
+
+#include "sluice/example.h"
+
+namespace sluice {
+namespace {
+
+class Wire {
+ public:
+  explicit Wire(std::string_view d) : p_(d.data()), end_(d.data() + d.size()) {}
+  bool done() const { return p_ == end_; }
+
+  bool varint(uint64_t* v) {
+    uint64_t result = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (p_ == end_) return false;
+      uint8_t b = static_cast<uint8_t>(*p_++);
+      result |= uint64_t{b & 0x7fu} << shift;
+      if (!(b & 0x80)) {
+        *v = result;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // Reads a tag; false at a malformed one.
+  bool tag(uint32_t* field, uint32_t* wire) {
+    uint64_t t;
+    if (!varint(&t) || t >> 32) return false;
+    *field = static_cast<uint32_t>(t >> 3);
+    *wire = static_cast<uint32_t>(t & 7);
+    return *field != 0;
+  }
+
+  bool bytes(std::string_view* out) {
+    uint64_t n;
+    if (!varint(&n) || n > static_cast<uint64_t>(end_ - p_)) return false;
+    *out = std::string_view(p_, static_cast<size_t>(n));
+    p_ += n;
+    return true;
+  }
+
+  bool skip(uint32_t wire) {
+    uint64_t v;
+    std::string_view s;
+    switch (wire) {
+      case 0: return varint(&v);
+      case 1: return advance(8);
+      case 2: return bytes(&s);
+      case 5: return advance(4);
+      default: return false;  // groups are not used by these messages
+    }
+  }
+
+  bool fixed32(uint32_t* v) {
+    if (end_ - p_ < 4) return false;
+    std::memcpy(v, p_, 4);
+    p_ += 4;
+    return true;
+  }
+
+ private:
+  bool advance(size_t n) {
+    if (static_cast<size_t>(end_ - p_) < n) return false;
+    p_ += n;
+    return true;
+  }
+  const char* p_;
+  const char* end_;
+};
+
+Status bad(const char* what) { return data_loss_error(std::string("not a tf.train.Example (") + what + ")"); }
+
+// Adds the values of one list message (BytesList, FloatList, Int64List) to
+// the view, as protobuf merges repeated occurrences.
+bool scan_list(std::string_view list, Feature::Kind kind, FeatureView* v) {
+  Wire w(list);
+  while (!w.done()) {
+    uint32_t field, wire;
+    if (!w.tag(&field, &wire)) return false;
+    if (field != 1) {
+      if (!w.skip(wire)) return false;
+      continue;
+    }
+    if (kind == Feature::Kind::kBytes) {
+      std::string_view b;
+      if (wire != 2 || !w.bytes(&b)) return false;
+      if (v->count++ == 0) v->first_bytes = b;
+    } else if (kind == Feature::Kind::kInt64) {
+      uint64_t x;
+      if (wire == 0) {
+        if (!w.varint(&x)) return false;
+        if (v->count++ == 0) v->first_int64 = static_cast<int64_t>(x);
+      } else if (wire == 2) {
+        std::string_view packed;
+        if (!w.bytes(&packed)) return false;
+        Wire pw(packed);
+        while (!pw.done()) {
+          if (!pw.varint(&x)) return false;
+          if (v->count++ == 0) v->first_int64 = static_cast<int64_t>(x);
+        }
+      } else {
+        return false;
+      }
+    } else {
+      uint32_t bits;
+      if (wire == 5) {
+        if (!w.fixed32(&bits)) return false;
+        if (v->count++ == 0) std::memcpy(&v->first_float, &bits, 4);
+      } else if (wire == 2) {
+        std::string_view packed;
+        if (!w.bytes(&packed) || packed.size() % 4) return false;
+        if (!packed.empty() && v->count == 0) std::memcpy(&v->first_float, packed.data(), 4);
+        v->count += packed.size() / 4;
+      } else {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+// Parses one Feature message into `v` (replacing it when the oneof case
+// changes, merging when the same list repeats).
+bool scan_feature(std::string_view feature, FeatureView* v) {
+  *v = FeatureView{};
+  v->found = true;
+  Wire w(feature);
+  while (!w.done()) {
+    uint32_t field, wire;
+    if (!w.tag(&field, &wire)) return false;
+    if (field < 1 || field > 3) {
+      if (!w.skip(wire)) return false;
+      continue;
+    }
+    std::string_view list;
+    if (wire != 2 || !w.bytes(&list)) return false;
+    Feature::Kind kind = field == 1 ? Feature::Kind::kBytes
+                         : field == 2 ? Feature::Kind::kFloat : Feature::Kind::kInt64;
+    if (v->kind != kind) {  // a new oneof case replaces the old one
+      *v = FeatureView{};
+      v->found = true;
+      v->kind = kind;
+    }
+    if (!scan_list(list, kind, v)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Status find_features(std::string_view data, const std::string_view* keys, size_t n_keys, FeatureView* out) {
+  for (size_t i = 0; i < n_keys; ++i) out[i] = FeatureView{};
+  Wire example(data);
+  while (!example.done()) {
+    uint32_t field, wire;
+    if (!example.tag(&field, &wire)) return bad("bad tag");
+    if (field != 1) {
+      if (!example.skip(wire)) return bad("bad field");
+      continue;
+    }
+    std::string_view features;
+    if (wire != 2 || !example.bytes(&features)) return bad("bad features");
+    Wire fw(features);
+    while (!fw.done()) {
+      uint32_t ff, fwire;
+      if (!fw.tag(&ff, &fwire)) return bad("bad tag in features");
+      if (ff != 1) {
+        if (!fw.skip(fwire)) return bad("bad field in features");
+        continue;
+      }
+      std::string_view entry;
+      if (fwire != 2 || !fw.bytes(&entry)) return bad("bad map entry");
+      std::string_view key, value;
+      bool has_value = false;
+      Wire ew(entry);
+      while (!ew.done()) {
+        uint32_t ef, ewire;
+        if (!ew.tag(&ef, &ewire)) return bad("bad tag in map entry");
+        if (ef == 1 && ewire == 2) {
+          if (!ew.bytes(&key)) return bad("bad key");
+        } else if (ef == 2 && ewire == 2) {
+          if (!ew.bytes(&value)) return bad("bad value");
+          has_value = true;
+        } else if (!ew.skip(ewire)) {
+          return bad("bad field in map entry");
+        }
+      }
+      for (size_t i = 0; i < n_keys; ++i) {
+        if (keys[i] != key) continue;
+        // The last entry for a key wins, as in protobuf's map parsing.
+        if (!has_value) {
+          out[i] = FeatureView{};
+          out[i].found = true;
+        } else if (!scan_feature(value, &out[i])) {
+          return bad("bad feature");
+        }
+      }
+    }
+  }
+  return Status();
+}
+
+}  // namespace sluice
