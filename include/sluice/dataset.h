@@ -135,6 +135,11 @@ struct ConvertOptions {
   // `quality`: cuts every later decode, at a cost in fidelity.
   int max_side = 0;
   int quality = 90;
+  // Rewrite progressive JPEGs losslessly as sequential with optimised
+  // Huffman tables (transcode_jpeg_baseline): same pixels, and every later
+  // decode is cheaper, most of all a crop decode. Off by default: the
+  // stored bytes then differ from the source files.
+  bool rewrite_progressive = false;
   ErrorPolicy on_error = ErrorPolicy::kFail;
   // Shuffle the record order once, so shards mix classes (seeded: the
   // output is the same whatever `workers` is).
@@ -159,6 +164,7 @@ struct ConvertReport {
   uint64_t images = 0;     // inputs considered
   uint64_t written = 0;    // records written
   uint64_t resized = 0;    // re-encoded for max_side
+  uint64_t rewritten = 0;  // progressive JPEGs rewritten as sequential
   uint64_t bytes_in = 0;   // image bytes read
   uint64_t bytes_out = 0;  // shard bytes written
   double seconds = 0;

@@ -100,6 +100,15 @@ Result<ImageInfo> check_image(std::string_view bytes, uint64_t max_pixels = kDef
 // Huffman tables. quality 1..100.
 Result<std::string> encode_jpeg(const Image& image, int quality);
 
+// Rewrites a JPEG losslessly as sequential (baseline or extended) with
+// Huffman tables optimised for it, as `jpegtran -optimize` does: the DCT
+// coefficients are copied untouched, so every decoder yields the same
+// pixels, but a progressive file then decodes without buffering the whole
+// image and crop decoding helps it. Metadata markers (EXIF, ICC) are
+// dropped. Damaged input fails with kDataLoss.
+Result<std::string> transcode_jpeg_baseline(std::string_view bytes,
+                                            uint64_t max_pixels = kDefaultMaxPixels);
+
 // Encodes a PNG (8-bit gray or RGB).
 Result<std::string> encode_png(const Image& image);
 

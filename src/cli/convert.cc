@@ -81,6 +81,10 @@ int run(ConvertCli& c) {
   if (r.resized)
     std::printf("  re-encoded %llu images to a longest side of %d px\n",
                 static_cast<unsigned long long>(r.resized), o.max_side);
+  if (r.rewritten) {
+    std::printf("  rewrote %llu progressive JPEGs as sequential (lossless)\n",
+                static_cast<unsigned long long>(r.rewritten));
+  }
   if (!r.skipped.empty()) {
     std::printf("  skipped %zu bad file%s:\n", r.skipped.size(), r.skipped.size() == 1 ? "" : "s");
     for (const auto& [file, reason] : r.skipped)
@@ -123,6 +127,8 @@ void register_convert(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   sub->add_option("--quality", o.quality, "JPEG quality for re-encoded images")
       ->capture_default_str();
+  sub->add_flag("--rewrite-progressive", o.rewrite_progressive,
+                "Rewrite progressive JPEGs losslessly as sequential (same pixels, cheaper decodes)");
   sub->add_option("--on-error", c->on_error,
                   "Bad image: fail (stop) | skip (list in summary) | warn (and print now)")
       ->capture_default_str();

@@ -51,6 +51,7 @@ struct Prepared {
   std::string record;
   uint64_t bytes_in = 0;
   bool resized = false;
+  bool rewritten = false;
 };
 
 Prepared prepare(const SourceItem& item, const std::vector<std::string>& classes,
@@ -96,6 +97,15 @@ Prepared prepare(const SourceItem& item, const std::vector<std::string>& classes
     height = h;
     channels = 3;
     p.resized = true;
+  }
+  if (!p.resized && options.rewrite_progressive && format == ImageFormat::kJpeg && info->progressive) {
+    auto sequential = transcode_jpeg_baseline(encoded, options.max_pixels);
+    if (!sequential.ok()) {
+      p.status = sequential.status().with_prefix(item.path);
+      return p;
+    }
+    encoded = std::move(sequential).value();
+    p.rewritten = true;
   }
   Example e;
   e.features["image/encoded"] = Feature::of_bytes({std::move(encoded)});
@@ -340,6 +350,7 @@ Result<ConvertReport> convert_images(const std::string& src, const std::string& 
         report.skipped.emplace_back(file, reason);
       } else {
         report.resized += p.resized;
+        report.rewritten += p.rewritten;
         failure = shards.write(k, n, p.record);
         if (!failure.ok()) break;
         ++report.written;

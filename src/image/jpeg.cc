@@ -344,4 +344,74 @@ Result<std::string> encode_jpeg(const Image& image, int quality) {
   return encoded;
 }
 
+namespace {
+
+struct TranscodeJob {
+  std::string_view bytes;
+  detail::JpegErrorManager in_err;
+  detail::JpegErrorManager out_err;
+  jpeg_decompress_struct in;
+  jpeg_compress_struct out;
+  Destination dest;
+};
+
+// Reads the DCT coefficients and writes them again, sequential, with
+// Huffman tables optimised for this image. Both structs are created before
+// the jump point so one cleanup serves every exit.
+bool run_transcode(TranscodeJob* job) {
+  detail::install_strict_decode_errors(&job->in, &job->in_err);
+  detail::install_encode_errors(&job->out, &job->out_err);
+  jpeg_create_decompress(&job->in);
+  jpeg_create_compress(&job->out);
+  // An error in either half lands here: the encoder's jump buffer is made
+  // the same as the decoder's.
+  if (setjmp(job->in_err.jump)) {
+    jpeg_destroy_compress(&job->out);
+    jpeg_destroy_decompress(&job->in);
+    return false;
+  }
+  std::memcpy(job->out_err.jump, job->in_err.jump, sizeof(std::jmp_buf));
+  jpeg_mem_src(&job->in, reinterpret_cast<const unsigned char*>(job->bytes.data()),
+               static_cast<unsigned long>(job->bytes.size()));
+  jpeg_read_header(&job->in, TRUE);
+  jvirt_barray_ptr* coefficients = jpeg_read_coefficients(&job->in);
+  job->dest.pub.init_destination = init_destination;
+  job->dest.pub.empty_output_buffer = grow_destination;
+  job->dest.pub.term_destination = term_destination;
+  job->out.dest = &job->dest.pub;
+  jpeg_copy_critical_parameters(&job->in, &job->out);
+  job->out.optimize_coding = TRUE;
+  jpeg_write_coefficients(&job->out, coefficients);
+  jpeg_finish_compress(&job->out);
+  jpeg_finish_decompress(&job->in);
+  jpeg_destroy_compress(&job->out);
+  jpeg_destroy_decompress(&job->in);
+  return true;
+}
+
+}  // namespace
+
+Result<std::string> transcode_jpeg_baseline(std::string_view bytes, uint64_t max_pixels) {
+  SLUICE_ASSIGN_OR_RETURN(ImageInfo info, probe_image(bytes, max_pixels));
+  if (info.format != ImageFormat::kJpeg) return invalid_argument_error("not a JPEG");
+  SLUICE_RETURN_IF_ERROR(detail::check_jpeg_supported(info));
+  TranscodeJob job;
+  job.bytes = bytes;
+  job.in_err.message[0] = job.out_err.message[0] = '\0';
+  job.dest.capacity = bytes.size() + 4096;
+  job.dest.buffer = static_cast<unsigned char*>(std::malloc(job.dest.capacity));
+  if (job.dest.buffer == nullptr) return resource_exhausted_error("out of memory");
+  const bool ok = run_transcode(&job);
+  std::string encoded;
+  if (ok) {
+    encoded.assign(reinterpret_cast<const char*>(job.dest.buffer), job.dest.capacity - job.dest.pub.free_in_buffer);
+  }
+  std::free(job.dest.buffer);
+  if (!ok) {
+    const char* m = job.in_err.message[0] ? job.in_err.message : job.out_err.message;
+    return data_loss_error(std::string("JPEG transcode: ") + m);
+  }
+  return encoded;
+}
+
 }  // namespace sluice

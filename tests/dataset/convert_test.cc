@@ -224,3 +224,24 @@ TEST_F(ConvertTest, RejectsBadOptionsAndSources) {
 
 }  // namespace
 }  // namespace sluice
+
+namespace sluice {
+namespace {
+
+TEST(ConvertRewriteTest, ProgressiveJpegsBecomeSequentialWithTheSamePixels) {
+  TempDir dir;
+  make_image_folder(dir.path() + "/images", 2, 3);
+  std::filesystem::copy_file(test_data("images/jpeg/wuffs-peacock.progressive.jpeg"), dir.path() + "/images/c0/p.jpg");
+  ConvertOptions o;
+  o.rewrite_progressive = true;
+  auto r = convert_images(dir.path() + "/images", dir.path() + "/out", o);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->rewritten, 1u);
+  auto rep = inspect({dir.path() + "/out"}, InspectOptions{.verify = true});
+  ASSERT_TRUE(rep.ok());
+  EXPECT_TRUE(rep->ok());
+  EXPECT_EQ(rep->progressive, 0u);
+}
+
+}  // namespace
+}  // namespace sluice

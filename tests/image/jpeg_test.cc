@@ -5,7 +5,9 @@
 #include <vector>
 
 #include "sluice/image.h"
+#include "base/file_util.h"
 #include "tests/image/image_test_util.h"
+#include "tests/temp_dir.h"
 
 namespace sluice {
 namespace {
@@ -355,6 +357,35 @@ TEST(EncodeJpeg, RejectsBadArguments) {
   bad = testing::test_picture(8, 8, 2);
   EXPECT_EQ(encode_jpeg(bad, 90).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(encode_jpeg(Image{}, 90).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace sluice
+
+namespace sluice {
+namespace {
+
+TEST(TranscodeJpegBaseline, SamePixelsNoLongerProgressive) {
+  for (const char* name : {"images/jpeg/wuffs-peacock.progressive.jpeg",
+                           "images/jpeg/jpeg-decoder-non-interleaved-mcu.jpg",
+                           "images/jpeg/libjpeg-turbo-testorig.jpg", "images/jpeg/pillow-pil_sample_cmyk.jpg"}) {
+    std::string bytes = *detail::read_file(test_data(name));
+    auto out = transcode_jpeg_baseline(bytes);
+    ASSERT_TRUE(out.ok()) << name << ": " << out.status().to_string();
+    auto info = probe_image(*out);
+    ASSERT_TRUE(info.ok());
+    EXPECT_FALSE(info->progressive) << name;
+    auto a = decode_image(bytes);
+    auto b = decode_image(*out);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(a->pixels, b->pixels) << name;  // lossless: identical pixels
+  }
+}
+
+TEST(TranscodeJpegBaseline, DamagedInputIsDataLoss) {
+  std::string cut = *detail::read_file(test_data("images/jpeg/wuffs-peacock.progressive.truncated.jpeg"));
+  EXPECT_EQ(transcode_jpeg_baseline(cut).status().code(), StatusCode::kDataLoss);
+  EXPECT_FALSE(transcode_jpeg_baseline("not a jpeg").ok());
 }
 
 }  // namespace
