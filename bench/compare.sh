@@ -3,6 +3,7 @@
 # and settings (train augment, 224, batch 256), in one run.
 #
 #   bench/compare.sh IMAGE_FOLDER [EPOCHS]
+#   CONVERT_OPTS="--rewrite-progressive" bench/compare.sh IMAGE_FOLDER
 #
 # Converts the folder to shards once (not timed), warms the page cache, then
 # runs: the peer (bench/peers/torch_dataloader.py), sluice on the shards
@@ -21,7 +22,7 @@ trap 'rm -rf "$work"' EXIT
 cores=$(nproc)
 echo "machine: $cores cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(free -g | awk '/Mem/{print $2}') GB"
 echo "images: $src ($(find "$src" -type f | wc -l) files, $(du -sh "$src" | cut -f1))"
-"$sluice" convert "$src" -o "$work/shards" -q >/dev/null
+"$sluice" convert "$src" -o "$work/shards" -q ${CONVERT_OPTS:-} >/dev/null
 cat $(find "$src" -type f) "$work"/shards/*.tfrecord > /dev/null  # page cache
 
 /usr/bin/python3 "$root/bench/peers/torch_dataloader.py" "$src" --epochs "$epochs" --json "$work/peer.json" | tail -1
