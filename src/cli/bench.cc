@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <tuple>
 #include <thread>
 
 #include "base/file_util.h"
@@ -35,6 +36,8 @@ struct BenchCli {
   bool pad = false;
   bool digest = false, ceiling = false, ablation = false, quiet = false;
   std::string json_file, logdir, state_in, state_out, raw_dir;
+  std::string image_key, label_key;
+  std::vector<float> mean, std;
 };
 
 // A 64-bit digest of a batch: two CRC32Cs (different seeds) over the image
@@ -68,7 +71,8 @@ Result<PipelineState> read_state(const std::string& path) {
 }
 
 Result<RunResult> run_pipeline(const PipelineOptions& po, int epochs, int64_t max_batches,
-                               std::optional<PipelineState> start, bool digest, TensorBoardWriter* tb) {
+                               std::optional<PipelineState> start, bool digest, TensorBoardWriter* tb,
+                               JsonLinesWriter* jsonl = nullptr) {
   SLUICE_ASSIGN_OR_RETURN(auto pipe, Pipeline::create(po));
   RunResult r;
   PipelineState s = start.value_or(PipelineState{0, 0});
@@ -100,8 +104,23 @@ Result<RunResult> run_pipeline(const PipelineOptions& po, int epochs, int64_t ma
       if (tb && Clock::now() - last_log > std::chrono::seconds(1)) {
         double secs = std::chrono::duration<double>(Clock::now() - last_log).count();
         double wall = std::chrono::duration<double>(Clock::now() - t0).count();
-        SLUICE_RETURN_IF_ERROR(tb->add_scalar("bench/images_per_second", static_cast<float>((r.images - images_at_log) / secs),
-                                              static_cast<int64_t>(r.batches), wall));
+        double rate = (r.images - images_at_log) / secs;
+        PipelineStats now = pipe->stats();
+        double wait_share = wall > 0 ? now.consumer_wait_seconds / wall : 0;
+        auto cpu = sample_process();
+        double cores = cpu.ok() && cpu0.ok() && wall > 0 ? (cpu->cpu_seconds - cpu0->cpu_seconds) / wall : 0;
+        int64_t step = static_cast<int64_t>(r.batches);
+        SLUICE_RETURN_IF_ERROR(tb->add_scalar("bench/images_per_second", static_cast<float>(rate), step, wall));
+        SLUICE_RETURN_IF_ERROR(tb->add_scalar("bench/consumer_wait_share", static_cast<float>(wait_share), step, wall));
+        SLUICE_RETURN_IF_ERROR(tb->add_scalar("bench/cpu_cores_busy", static_cast<float>(cores), step, wall));
+        SLUICE_RETURN_IF_ERROR(tb->add_scalar("bench/workers_active", static_cast<float>(now.active_workers), step, wall));
+        SLUICE_RETURN_IF_ERROR(tb->flush());
+        if (jsonl) {
+          SLUICE_RETURN_IF_ERROR(jsonl->write(step, wall, {{"images_per_second", rate},
+                                                           {"consumer_wait_share", wait_share},
+                                                           {"cpu_cores_busy", cores},
+                                                           {"workers_active", now.active_workers}}));
+        }
         images_at_log = r.images;
         last_log = Clock::now();
       }
@@ -131,7 +150,7 @@ Verdict verdict_of(const RunResult& r) {
   in.consumer_wait_seconds = r.stats.consumer_wait_seconds;
   in.workers = r.stats.workers;
   for (const StageSnapshot& s : r.stats.stages) {
-    if (s.name != "batch") in.stages.push_back(s);
+    if (s.name != "batch" && s.name != "idle") in.stages.push_back(s);
   }
   return bottleneck_verdict(in);
 }
@@ -167,6 +186,19 @@ Status parse_options(BenchCli& c) {
   p.memory_budget = static_cast<uint64_t>(c.budget_mb * 1024 * 1024);
   p.drop_last = !c.pad;
   if (c.epochs < 1) return invalid_argument_error("--epochs must be at least 1");
+  if (!c.image_key.empty()) {
+    p.keys = tensorflow_feature_keys();
+    p.keys.image = c.image_key;
+  }
+  if (!c.label_key.empty()) {
+    if (c.image_key.empty()) return invalid_argument_error("--label-key needs --image-key");
+    p.keys.label = c.label_key;
+  }
+  for (auto [values, target, name] : {std::tuple{&c.mean, p.sample.mean, "--mean"}, std::tuple{&c.std, p.sample.std, "--std"}}) {
+    if (values->empty()) continue;
+    if (values->size() != 3) return invalid_argument_error(std::string(name) + " takes three numbers (R G B)");
+    for (int i = 0; i < 3; ++i) target[i] = (*values)[static_cast<size_t>(i)];
+  }
   return Status();
 }
 
@@ -182,12 +214,16 @@ void print_summary(const BenchCli& c, const RunResult& r, const Verdict& v, uint
               r.seconds > 0 ? read_bytes / r.seconds / 1e6 : 0, r.seconds > 0 ? r.image_bytes_out / r.seconds / 1e6 : 0);
   std::printf("engine: %s\n", st.tuning.c_str());
   std::printf("stages (busy share of %d workers):", st.workers);
+  double idle = 0;
   for (const StageSnapshot& s : st.stages) {
-    if (s.name == "batch") continue;
+    if (s.name == "idle") idle = s.wait_ns / 1e9;
+    if (s.name == "batch" || s.name == "idle") continue;
     std::printf("  %s %.0f %%", s.name.c_str(), 100 * stage_busy_share(r, s.name));
   }
-  std::printf("\nconsumer waited %.0f %% of the time for batches\n",
-              r.seconds > 0 ? 100 * st.consumer_wait_seconds / r.seconds : 0.0);
+  std::printf("\nwaiting: the consumer waited %.0f %% of the time for batches; workers waited %.0f %% of theirs "
+              "for a free slot\n",
+              r.seconds > 0 ? 100 * st.consumer_wait_seconds / r.seconds : 0.0,
+              r.seconds > 0 ? 100 * idle / (r.seconds * st.workers) : 0.0);
   int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::printf("CPU: %.2f cores busy of %d (%.0f %%); peak RSS %.0f MB (memory budget %.0f MB)\n",
               r.seconds > 0 ? r.cpu_seconds / r.seconds : 0, cores,
@@ -269,12 +305,16 @@ int run(BenchCli& c) {
     start = *s;
   }
   std::unique_ptr<TensorBoardWriter> tb;
+  std::unique_ptr<JsonLinesWriter> jsonl;
   if (!c.logdir.empty()) {
     auto w = TensorBoardWriter::create(c.logdir);
     if (!w.ok()) return report_error("bench", w.status());
     tb = std::move(w).value();
+    auto j = JsonLinesWriter::create((std::filesystem::path(c.logdir) / "bench.jsonl").string());
+    if (!j.ok()) return report_error("bench", j.status());
+    jsonl = std::move(j).value();
   }
-  auto r = run_pipeline(c.p, c.epochs, c.max_batches, start, c.digest, tb.get());
+  auto r = run_pipeline(c.p, c.epochs, c.max_batches, start, c.digest, tb.get(), jsonl.get());
   if (!r.ok()) return report_error("bench", r.status());
   if (c.digest && r->digest_any) std::printf("digest all %016llx\n", static_cast<unsigned long long>(r->digest_all));
   auto proc = sample_process();
@@ -349,6 +389,10 @@ void register_bench(CLI::App& app, int* exit_code) {
   sub->add_option("--order", c->order, "global | quasi | buffer | none")->capture_default_str();
   sub->add_option("--dtype", c->dtype, "uint8 | float32 | float16 | bfloat16")->capture_default_str();
   sub->add_option("--layout", c->layout, "NCHW | NHWC")->capture_default_str();
+  sub->add_option("--mean", c->mean, "Per-channel mean on the 0..1 scale (default ImageNet's)")->expected(3);
+  sub->add_option("--std", c->std, "Per-channel std on the 0..1 scale (default ImageNet's)")->expected(3);
+  sub->add_option("--image-key", c->image_key, "Feature holding the encoded image (default: detect)");
+  sub->add_option("--label-key", c->label_key, "Feature holding the label (with --image-key)");
   sub->add_option("--workers", c->workers, "Worker threads, or auto")->capture_default_str();
   sub->add_option("--prefetch", c->prefetch, "Batch slots in flight, or auto")->capture_default_str();
   sub->add_option("--memory-budget", c->budget_mb, "MiB for everything in flight")->capture_default_str();

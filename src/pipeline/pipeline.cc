@@ -81,6 +81,7 @@ struct Pipeline::Impl {
   StageStats* decode_stage = nullptr;
   StageStats* augment_stage = nullptr;
   StageStats* batch_stage = nullptr;
+  StageStats* idle_stage = nullptr;  // workers waiting for work
 
   mutable std::mutex mu;
   std::condition_variable_any work_cv;      // workers wait here
@@ -209,7 +210,14 @@ struct Pipeline::Impl {
       std::shared_ptr<const std::vector<uint32_t>> my_plan;
       {
         std::unique_lock lock(mu);
-        if (!work_cv.wait(lock, st, [&] { return claimable(index); })) return;
+        if (!claimable(index)) {
+          // Time a worker spends with nothing to do: no free slot (the
+          // consumer is slower) or parked by the tuner.
+          uint64_t t0 = now_ns();
+          bool go = work_cv.wait(lock, st, [&] { return claimable(index); });
+          idle_stage->add_wait(now_ns() - t0);
+          if (!go) return;
+        }
         k = next_sample++;
         gen = generation;
         ep = epoch;
@@ -404,6 +412,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(const PipelineOptions& option
   m.decode_stage = &m.telemetry.stage("decode");
   m.augment_stage = &m.telemetry.stage("augment");
   m.batch_stage = &m.telemetry.stage("batch");
+  m.idle_stage = &m.telemetry.stage("idle");
   {
     std::unique_lock lock(m.mu);
     m.reset(lock, 0, 0);

@@ -252,8 +252,11 @@ class CliTest(unittest.TestCase):
                     "workers", "peak_rss_bytes", "stages"):
             self.assertIn(key, j)
         self.assertEqual(j["images"], 48)
-        self.assertEqual(set(j["stages"]), {"read", "decode", "augment", "batch"})
+        self.assertEqual(set(j["stages"]), {"read", "decode", "augment", "batch", "idle"})
+        self.assertTrue(os.path.exists(os.path.join(self.tmp, "tb", "bench.jsonl")))
         events = [f for f in os.listdir(os.path.join(self.tmp, "tb")) if f.startswith("events.out.tfevents.")]
+        for line in slurp(os.path.join(self.tmp, "tb", "bench.jsonl")).splitlines():
+            self.assertIn("images_per_second", json.loads(line))
         self.assertEqual(len(events), 1)
         records = list(tfrecord_py.read_records(os.path.join(self.tmp, "tb", events[0])))
         self.assertGreaterEqual(len(records), 2)  # file_version + at least the total
