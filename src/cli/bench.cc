@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <optional>
 #include <tuple>
 #include <thread>
@@ -15,6 +16,7 @@
 #include "base/file_util.h"
 #include "cli/common.h"
 #include "sluice/pipeline.h"
+#include "sluice/pipeline_options.h"
 #include "sluice/record.h"
 #include "sluice/telemetry.h"
 
@@ -27,17 +29,14 @@ using Clock = std::chrono::steady_clock;
 struct BenchCli {
   std::string data;
   PipelineOptions p;
-  int size = 224;
-  std::string augment = "train", order = "global", dtype = "float32", layout = "NCHW";
-  std::string workers = "auto", prefetch = "auto", on_error = "warn";
-  double budget_mb = 2048;
+  // Pipeline options as typed, by name (pipeline_option_specs()).
+  std::vector<std::pair<std::string, std::string>> given;
+  std::map<std::string, std::string> values;
   int epochs = 1;
   int64_t max_batches = -1;
   bool pad = false;
   bool digest = false, ceiling = false, ablation = false, quiet = false;
   std::string json_file, logdir, state_in, state_out, raw_dir;
-  std::string image_key, label_key;
-  std::vector<float> mean, std;
 };
 
 // A 64-bit digest of a batch: two CRC32Cs (different seeds) over the image
@@ -158,47 +157,14 @@ Verdict verdict_of(const RunResult& r) {
 Status parse_options(BenchCli& c) {
   PipelineOptions& p = c.p;
   p.sources = {c.data};
-  p.sample.width = p.sample.height = c.size;
-  if (c.augment == "train") p.augment = AugmentMode::kTrain;
-  else if (c.augment == "eval") p.augment = AugmentMode::kEval;
-  else if (c.augment == "resize") p.augment = AugmentMode::kResize;
-  else return invalid_argument_error("--augment must be train, eval or resize");
-  SLUICE_ASSIGN_OR_RETURN(p.order, parse_order(c.order));
-  SLUICE_ASSIGN_OR_RETURN(p.sample.dtype, parse_dtype(c.dtype));
-  SLUICE_ASSIGN_OR_RETURN(p.sample.layout, parse_layout(c.layout));
-  SLUICE_ASSIGN_OR_RETURN(p.on_error, parse_error_policy(c.on_error));
-  auto count = [](const std::string& v, const char* name, int* out) -> Status {
-    if (v == "auto") {
-      *out = 0;
-      return Status();
-    }
-    try {
-      size_t used = 0;
-      *out = std::stoi(v, &used);
-      if (used == v.size() && *out > 0) return Status();
-    } catch (const std::exception&) {
-    }
-    return invalid_argument_error(fmt::format("{} must be a positive number or auto, not '{}'", name, v));
-  };
-  SLUICE_RETURN_IF_ERROR(count(c.workers, "--workers", &p.workers));
-  SLUICE_RETURN_IF_ERROR(count(c.prefetch, "--prefetch", &p.prefetch));
-  if (c.budget_mb <= 0) return invalid_argument_error("--memory-budget must be above 0");
-  p.memory_budget = static_cast<uint64_t>(c.budget_mb * 1024 * 1024);
-  p.drop_last = !c.pad;
+  for (const OptionSpec& spec : pipeline_option_specs()) {
+    auto it = c.values.find(spec.name);
+    if (it == c.values.end()) continue;
+    Status s = spec.set(it->second, &p);
+    if (!s.ok()) return invalid_argument_error(spec.flag + " " + std::string(s.message()).substr(spec.name.size() + 2));
+  }
+  if (c.pad) p.drop_last = false;
   if (c.epochs < 1) return invalid_argument_error("--epochs must be at least 1");
-  if (!c.image_key.empty()) {
-    p.keys = tensorflow_feature_keys();
-    p.keys.image = c.image_key;
-  }
-  if (!c.label_key.empty()) {
-    if (c.image_key.empty()) return invalid_argument_error("--label-key needs --image-key");
-    p.keys.label = c.label_key;
-  }
-  for (auto [values, target, name] : {std::tuple{&c.mean, p.sample.mean, "--mean"}, std::tuple{&c.std, p.sample.std, "--std"}}) {
-    if (values->empty()) continue;
-    if (values->size() != 3) return invalid_argument_error(std::string(name) + " takes three numbers (R G B)");
-    for (int i = 0; i < 3; ++i) target[i] = (*values)[static_cast<size_t>(i)];
-  }
   return Status();
 }
 
@@ -227,7 +193,7 @@ void print_summary(const BenchCli& c, const RunResult& r, const Verdict& v, uint
   int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::printf("CPU: %.2f cores busy of %d (%.0f %%); peak RSS %.0f MB (memory budget %.0f MB)\n",
               r.seconds > 0 ? r.cpu_seconds / r.seconds : 0, cores,
-              r.seconds > 0 ? 100 * r.cpu_seconds / r.seconds / cores : 0, peak_rss / 1e6, c.budget_mb * 1.048576);
+              r.seconds > 0 ? 100 * r.cpu_seconds / r.seconds / cores : 0, peak_rss / 1e6, c.p.memory_budget / 1e6);
   if (!r.events.empty()) {
     std::printf("bad samples: %zu (first: %s)\n", r.events.size(), r.events.front().to_string().c_str());
   }
@@ -266,8 +232,8 @@ int run_ablation(const BenchCli& c) {
       {"4 + reduced-scale crop decode", false, 0, 0, true},
   };
   int64_t batches = c.max_batches > 0 ? c.max_batches : 10;
-  std::printf("ablation: %lld batches of %d per rung, %dx%d %s\n", static_cast<long long>(batches),
-              c.p.batch_size, c.size, c.size, c.augment.c_str());
+  std::printf("ablation: %lld batches of %d per rung, %dx%d\n", static_cast<long long>(batches),
+              c.p.batch_size, c.p.sample.width, c.p.sample.height);
   std::printf("%-44s %12s %10s %8s\n", "rung", "images/s", "vs rung 1", "cores");
   double base = 0;
   for (const Rung& g : rungs) {
@@ -366,9 +332,12 @@ int run(BenchCli& c) {
     j["verdict"] = v.text;
     if (full) j["ceiling_images_per_second"] = full->images_per_second;
     if (floor) j["plan_floor_images_per_second"] = floor->images_per_second;
-    j["options"] = {{"batch", c.p.batch_size}, {"size", c.size}, {"augment", c.augment}, {"order", c.order},
-                    {"dtype", c.dtype}, {"layout", c.layout}, {"seed", c.p.seed}, {"rank", c.p.rank},
-                    {"world_size", c.p.world_size}};
+    json options = json::object();
+    for (const OptionSpec& spec : pipeline_option_specs()) {
+      auto it = c.values.find(spec.name);
+      options[spec.name] = it != c.values.end() ? it->second : spec.default_value;
+    }
+    j["options"] = options;
     if (Status st = detail::write_file_atomic(c.json_file, j.dump(2) + "\n"); !st.ok()) return report_error("bench", st);
   }
   return kExitOk;
@@ -378,31 +347,16 @@ int run(BenchCli& c) {
 
 void register_bench(CLI::App& app, int* exit_code) {
   auto c = std::make_shared<BenchCli>();
-  PipelineOptions& p = c->p;
   CLI::App* sub = app.add_subcommand("bench", "Run the input pipeline flat out and report where the time goes");
   sub->add_option("data", c->data, "Dataset folder (dataset.json), record files, or an ImageFolder tree")->required();
-  sub->add_option("--split", p.split, "Split of a dataset folder")->capture_default_str();
-  sub->add_option("--batch", p.batch_size, "Batch size")->capture_default_str();
-  sub->add_option("--size", c->size, "Output image side")->capture_default_str();
-  sub->add_option("--augment", c->augment, "train (RandomResizedCrop + flip) | eval (resize + centre crop) | resize")
-      ->capture_default_str();
-  sub->add_option("--order", c->order, "global | quasi | buffer | none")->capture_default_str();
-  sub->add_option("--dtype", c->dtype, "uint8 | float32 | float16 | bfloat16")->capture_default_str();
-  sub->add_option("--layout", c->layout, "NCHW | NHWC")->capture_default_str();
-  sub->add_option("--mean", c->mean, "Per-channel mean on the 0..1 scale (default ImageNet's)")->expected(3);
-  sub->add_option("--std", c->std, "Per-channel std on the 0..1 scale (default ImageNet's)")->expected(3);
-  sub->add_option("--image-key", c->image_key, "Feature holding the encoded image (default: detect)");
-  sub->add_option("--label-key", c->label_key, "Feature holding the label (with --image-key)");
-  sub->add_option("--workers", c->workers, "Worker threads, or auto")->capture_default_str();
-  sub->add_option("--prefetch", c->prefetch, "Batch slots in flight, or auto")->capture_default_str();
-  sub->add_option("--memory-budget", c->budget_mb, "MiB for everything in flight")->capture_default_str();
+  for (const OptionSpec& spec : pipeline_option_specs()) {
+    std::string help = spec.help + (spec.default_value.empty() ? "" : " [" + spec.default_value + "]");
+    sub->add_option_function<std::string>(
+        spec.flag, [c, name = spec.name](const std::string& v) { c->values[name] = v; }, help);
+  }
   sub->add_option("--epochs", c->epochs, "Epochs to run")->capture_default_str();
   sub->add_option("--batches", c->max_batches, "Stop after N batches (all epochs together)");
-  sub->add_option("--seed", p.seed, "Seed of order and augmentation")->capture_default_str();
-  sub->add_option("--rank", p.rank, "This rank")->capture_default_str();
-  sub->add_option("--world-size", p.world_size, "Number of ranks")->capture_default_str();
   sub->add_flag("--pad", c->pad, "Pad the epoch (wrap around) instead of dropping the remainder");
-  sub->add_option("--on-error", c->on_error, "Bad sample: fail | skip | warn")->capture_default_str();
   sub->add_option("--json", c->json_file, "Write the figures as JSON");
   sub->add_option("--logdir", c->logdir, "Write TensorBoard scalars here");
   sub->add_flag("--digest", c->digest, "Print a digest per batch and of all batches");

@@ -355,6 +355,9 @@ Status validate(const PipelineOptions& o) {
   }
   if (o.workers < 0 || o.workers > 1024) return invalid_argument_error("workers must be within 0..1024");
   if (o.prefetch < 0 || o.prefetch > 1024) return invalid_argument_error("prefetch must be within 0..1024");
+  if (o.keys.image.empty() && o.keys.label != FeatureKeys{}.label) {
+    return invalid_argument_error("label_key needs image_key (without it the keys are detected)");
+  }
   for (float s : o.sample.std) {
     if (!(s > 0)) return invalid_argument_error("std must be positive");
   }

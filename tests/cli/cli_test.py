@@ -265,7 +265,7 @@ class CliTest(unittest.TestCase):
         out = self.fresh("bo")
         self.convert(out)
         self.assertIn("unknown order", run("bench", out, "--order", "random", check=1).stderr)
-        self.assertIn("--workers must be", run("bench", out, "--workers", "zero", check=1).stderr)
+        self.assertIn("--workers expected a number within 1..1024, got 'zero'", run("bench", out, "--workers", "zero", check=1).stderr)
         self.assertIn("rank 2 is outside", run("bench", out, "--rank", "2", "--world-size", "2", check=1).stderr)
         self.assertIn("no split 'test'", run("bench", out, "--split", "test", check=1).stderr)
         bad_state = os.path.join(self.tmp, "bad-state.json")
