@@ -25,3 +25,11 @@ target_link_libraries(sluice_opencv INTERFACE ${OPENCV_IMGPROC_LIBRARY} ${OPENCV
 if(SLUICE_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()
+
+if(SLUICE_BUILD_PYTHON)
+  # Debian's python3 explicitly (another python3 may come first on PATH),
+  # and pybind11 from libpybind11/pybind11-dev.
+  set(Python_EXECUTABLE /usr/bin/python3 CACHE FILEPATH "Python for the sluice module")
+  find_package(Python 3 REQUIRED COMPONENTS Interpreter Development.Module)
+  find_package(pybind11 CONFIG REQUIRED)
+endif()

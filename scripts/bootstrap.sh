@@ -10,7 +10,8 @@ packages=(
   libisal-dev zlib1g-dev libprotobuf-dev protobuf-compiler
   libcli11-dev libfmt-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3
+  python3 python3-dev pybind11-dev libdlpack-dev
+  python3-numpy python3-pytest python3-torch
 )
 
 missing=()

@@ -17,10 +17,12 @@ for _i in range(256):
     _TABLE.append(_c)
 
 
-def crc32c(data: bytes) -> int:
-    crc = 0xFFFFFFFF
+def crc32c(data: bytes, value: int = 0) -> int:
+    """CRC32C of data, continuing from the CRC `value` of earlier bytes."""
+    crc = value ^ 0xFFFFFFFF
+    table = _TABLE
     for b in data:
-        crc = _TABLE[(crc ^ b) & 0xFF] ^ (crc >> 8)
+        crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
     return crc ^ 0xFFFFFFFF
 
 

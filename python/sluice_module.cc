@@ -1,0 +1,435 @@
+// The Python module `sluice._sluice`: the C++ pipeline, convert and inspect,
+// with batches handed to PyTorch, NumPy and JAX through DLPack (zero copy).
+// No second implementation: everything here is argument conversion,
+// lifetime management and the GIL.
+#include <dlpack/dlpack.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <mutex>
+#include <sstream>
+
+#include "sluice/dataset.h"
+#include "sluice/pipeline.h"
+#include "sluice/pipeline_options.h"
+#include "sluice/telemetry.h"
+
+namespace py = pybind11;
+
+namespace sluice::python {
+namespace {
+
+PyObject* g_data_error = nullptr;  // sluice.DataError
+
+// Raises the Python exception that fits a failed Status, with its message
+// (which names the file, offset and reason).
+[[noreturn]] void raise(const Status& s) {
+  std::string m(s.message());
+  switch (s.code()) {
+    case StatusCode::kInvalidArgument: throw py::value_error(m);
+    case StatusCode::kNotFound: PyErr_SetString(PyExc_FileNotFoundError, m.c_str()); break;
+    case StatusCode::kPermissionDenied: PyErr_SetString(PyExc_PermissionError, m.c_str()); break;
+    case StatusCode::kDataLoss: PyErr_SetString(g_data_error, m.c_str()); break;
+    case StatusCode::kResourceExhausted: PyErr_SetString(PyExc_MemoryError, m.c_str()); break;
+    case StatusCode::kOutOfRange: throw py::stop_iteration(m);
+    default: PyErr_SetString(PyExc_RuntimeError, m.c_str()); break;
+  }
+  throw py::error_already_set();
+}
+
+template <typename T>
+T take(Result<T> r) {
+  if (!r.ok()) raise(r.status());
+  return std::move(r).value();
+}
+
+void check(const Status& s) {
+  if (!s.ok()) raise(s);
+}
+
+// Python value -> the option's text form.
+std::string option_text(const std::string& name, const py::handle& v) {
+  if (py::isinstance<py::bool_>(v)) return v.cast<bool>() ? "true" : "false";
+  if (py::isinstance<py::int_>(v) || py::isinstance<py::float_>(v)) return py::str(v).cast<std::string>();
+  if (py::isinstance<py::str>(v)) return v.cast<std::string>();
+  if (py::isinstance<py::sequence>(v)) {
+    std::string out;
+    for (const py::handle& x : v.cast<py::sequence>()) {
+      if (!py::isinstance<py::int_>(x) && !py::isinstance<py::float_>(x)) {
+        throw py::type_error(name + ": expected numbers in the sequence");
+      }
+      out += (out.empty() ? "" : ",") + py::str(x).cast<std::string>();
+    }
+    return out;
+  }
+  throw py::type_error(name + ": unsupported type " + py::str(v.get_type()).cast<std::string>());
+}
+
+DLDataType dl_dtype(DType d) {
+  switch (d) {
+    case DType::kUint8: return {kDLUInt, 8, 1};
+    case DType::kFloat32: return {kDLFloat, 32, 1};
+    case DType::kFloat16: return {kDLFloat, 16, 1};
+    case DType::kBFloat16: return {kDLBfloat, 16, 1};
+  }
+  return {kDLUInt, 8, 1};
+}
+
+class PyPipeline;
+
+// One batch: owns its ring slot until dropped (or release()d); every
+// DLPack tensor or NumPy view made from it keeps it alive.
+class PyBatch {
+ public:
+  PyBatch(std::shared_ptr<Pipeline> owner, Batch b) : owner_(std::move(owner)), batch_(std::move(b)) {
+    const SampleSpec& s = batch_.spec();
+    int64_t n = static_cast<int64_t>(batch_.size());
+    shape_ = s.layout == Layout::kNCHW ? std::vector<int64_t>{n, 3, s.height, s.width}
+                                       : std::vector<int64_t>{n, s.height, s.width, 3};
+  }
+  ~PyBatch() { release(); }
+
+  void release() {
+    batch_.release();
+    released_ = true;
+  }
+  void check_alive() const {
+    if (released_) throw py::value_error("this batch was released: its memory went back to the ring");
+  }
+  const Batch& batch() const { return batch_; }
+  const std::vector<int64_t>& shape() const { return shape_; }
+
+  py::array labels() const {
+    check_alive();
+    return py::array_t<int64_t>(static_cast<py::ssize_t>(batch_.size()), batch_.labels());
+  }
+  py::array sample_ids() const {
+    check_alive();
+    return py::array_t<uint64_t>(static_cast<py::ssize_t>(batch_.size()), batch_.sample_ids());
+  }
+
+  std::string dtype() const { return std::string(dtype_name(batch_.spec().dtype)); }
+
+ private:
+  std::shared_ptr<Pipeline> owner_;  // outlives the batch's slot
+  Batch batch_;
+  std::vector<int64_t> shape_;
+  bool released_ = false;
+};
+
+struct DLContext {
+  DLManagedTensor tensor;
+  std::vector<int64_t> shape;
+  PyObject* owner;  // a reference to the PyBatch
+};
+
+void dl_deleter(DLManagedTensor* t) {
+  auto* ctx = static_cast<DLContext*>(t->manager_ctx);
+  py::gil_scoped_acquire gil;
+  Py_XDECREF(ctx->owner);
+  delete ctx;
+}
+
+void capsule_destructor(PyObject* capsule) {
+  // Only when nobody consumed it (a consumer renames it "used_dltensor").
+  if (PyCapsule_IsValid(capsule, "dltensor")) {
+    auto* t = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
+    if (t && t->deleter) t->deleter(t);
+  }
+}
+
+py::capsule to_dlpack(py::object self, py::object stream) {
+  if (!stream.is_none()) throw py::value_error("stream: a CPU batch takes no stream (use None)");
+  PyBatch& b = self.cast<PyBatch&>();
+  b.check_alive();
+  auto* ctx = new DLContext();
+  ctx->shape = b.shape();
+  ctx->owner = self.ptr();
+  Py_INCREF(ctx->owner);
+  DLTensor& t = ctx->tensor.dl_tensor;
+  t.data = const_cast<void*>(b.batch().data());
+  t.device = {kDLCPU, 0};
+  t.ndim = 4;
+  t.dtype = dl_dtype(b.batch().spec().dtype);
+  t.shape = ctx->shape.data();
+  t.strides = nullptr;  // compact, row-major
+  t.byte_offset = 0;
+  ctx->tensor.manager_ctx = ctx;
+  ctx->tensor.deleter = dl_deleter;
+  return py::capsule(&ctx->tensor, "dltensor", capsule_destructor);
+}
+
+py::array to_numpy(py::object self) {
+  PyBatch& b = self.cast<PyBatch&>();
+  b.check_alive();
+  py::dtype dt;
+  switch (b.batch().spec().dtype) {
+    case DType::kUint8: dt = py::dtype::of<uint8_t>(); break;
+    case DType::kFloat32: dt = py::dtype::of<float>(); break;
+    case DType::kFloat16: dt = py::dtype("float16"); break;
+    case DType::kBFloat16:
+      throw py::type_error("NumPy has no bfloat16: use torch.from_dlpack(batch) or dtype='float16'");
+  }
+  // The array's base is the batch: the slot stays held while the array lives.
+  return py::array(dt, b.shape(), {}, b.batch().data(), self);
+}
+
+class PyPipeline {
+ public:
+  PyPipeline(const py::object& path, const py::kwargs& kwargs) {
+    PipelineOptions o;
+    if (py::isinstance<py::str>(path)) {
+      o.sources = {path.cast<std::string>()};
+    } else if (py::isinstance<py::sequence>(path)) {
+      o.sources = path.cast<std::vector<std::string>>();
+    } else {
+      throw py::type_error("path: expected a str or a list of str");
+    }
+    for (const auto& [key, value] : kwargs) {
+      std::string name = key.cast<std::string>();
+      if (value.is_none()) continue;
+      if (name == "device") {
+        std::string d = value.cast<std::string>();
+        if (d != "cpu") throw py::value_error("device: '" + d + "' needs the CUDA build of sluice; this one has cpu only");
+        continue;
+      }
+      bool known = false;
+      for (const OptionSpec& spec : pipeline_option_specs()) known |= spec.name == name;
+      if (!known) throw py::type_error("Pipeline() got an unexpected keyword argument '" + name + "'");
+      Status s = apply_pipeline_option(name, option_text(name, value), &o);
+      if (!s.ok()) throw py::value_error(std::string(s.message()));
+    }
+    Result<std::unique_ptr<Pipeline>> p = [&] {
+      py::gil_scoped_release release;
+      return Pipeline::create(o);
+    }();
+    pipe_ = std::shared_ptr<Pipeline>(take(std::move(p)));
+    start_ = std::chrono::steady_clock::now();
+  }
+
+  size_t len() const { return pipe_->batches_per_epoch(); }
+
+  void set_epoch(uint64_t epoch) {
+    Status st;
+    {
+      // GIL first, then the lock: a thread holding the GIL never waits on
+      // mu_ while the holder of mu_ waits for the GIL.
+      py::gil_scoped_release release;
+      std::lock_guard lock(mu_);
+      st = pipe_->set_epoch(epoch);
+    }
+    check(st);
+  }
+
+  // A new `for` loop restarts the current epoch once it is finished, as a
+  // DataLoader does; a loop after load_state_dict continues mid-epoch.
+  PyPipeline& iter() {
+    Status st;
+    {
+      py::gil_scoped_release release;
+      std::lock_guard lock(mu_);
+      PipelineState s = pipe_->state();
+      if (s.batches >= pipe_->batches_per_epoch()) st = pipe_->set_epoch(s.epoch);
+    }
+    check(st);
+    return *this;
+  }
+
+  py::tuple next() {
+    Result<Batch> b = [&] {
+      py::gil_scoped_release release;
+      std::lock_guard lock(mu_);
+      return pipe_->next();
+    }();
+    if (b.status().code() == StatusCode::kOutOfRange) throw py::stop_iteration();
+    py::object batch = py::cast(new PyBatch(pipe_, take(std::move(b))), py::return_value_policy::take_ownership);
+    py::object labels = batch.attr("labels");
+    return py::make_tuple(batch, labels);
+  }
+
+  py::dict state_dict() const {
+    PipelineState s = pipe_->state();
+    py::dict d;
+    d["epoch"] = s.epoch;
+    d["batches"] = s.batches;
+    return d;
+  }
+
+  void load_state_dict(const py::dict& d) {
+    if (!d.contains("epoch") || !d.contains("batches")) {
+      throw py::value_error("state: expected a dict with 'epoch' and 'batches' (from state_dict())");
+    }
+    PipelineState s{d["epoch"].cast<uint64_t>(), d["batches"].cast<uint64_t>()};
+    Status st;
+    {
+      py::gil_scoped_release release;
+      std::lock_guard lock(mu_);
+      st = pipe_->restore(s);
+    }
+    check(st);
+  }
+
+  py::dict stats() const {
+    PipelineStats s = pipe_->stats();
+    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    py::dict d, stages;
+    VerdictInput in;
+    in.wall_seconds = wall;
+    in.consumer_wait_seconds = s.consumer_wait_seconds;
+    in.workers = s.workers;
+    for (const StageSnapshot& st : s.stages) {
+      py::dict x;
+      x["items"] = st.items;
+      x["bytes"] = st.bytes;
+      x["busy_seconds"] = st.busy_ns / 1e9;
+      x["wait_seconds"] = st.wait_ns / 1e9;
+      stages[py::str(st.name)] = x;
+      if (st.name != "batch" && st.name != "idle") in.stages.push_back(st);
+    }
+    Verdict v = bottleneck_verdict(in);
+    d["stages"] = stages;
+    d["samples"] = s.samples;
+    d["batches"] = s.batches;
+    d["bad_samples"] = s.bad_samples;
+    d["consumer_wait_seconds"] = s.consumer_wait_seconds;
+    d["seconds"] = wall;
+    d["workers"] = s.workers;
+    d["active_workers"] = s.active_workers;
+    d["prefetch"] = s.prefetch;
+    d["tuning"] = s.tuning;
+    d["verdict"] = v.text;
+    d["bottleneck"] = v.bottleneck;
+    py::list events;
+    for (const SampleEvent& e : pipe_->events()) events.append(py::str(e.to_string()));
+    d["events"] = events;
+    return d;
+  }
+
+  uint64_t records() const { return pipe_->records(); }
+  std::vector<std::string> classes() const { return pipe_->classes(); }
+
+ private:
+  std::shared_ptr<Pipeline> pipe_;
+  std::mutex mu_;  // one consumer at a time: calls from several threads queue
+  std::chrono::steady_clock::time_point start_;
+};
+
+std::string pipeline_doc() {
+  std::ostringstream d;
+  d << "Pipeline(path, **options)\n\n"
+       "Streams decoded, augmented batches from a dataset folder (dataset.json), TFRecord\n"
+       "files or globs, or an ImageFolder tree. Iterate it for (images, labels) pairs:\n"
+       "images implements __dlpack__ (torch.from_dlpack(images) shares its memory) and\n"
+       ".numpy(); labels is an int64 NumPy array. A batch's memory returns to the ring\n"
+       "when the batch and every view of it are dropped.\n\n"
+       "Options (the same as `sluice bench`):\n";
+  for (const OptionSpec& s : pipeline_option_specs()) {
+    d << "  " << s.name << " = " << (s.default_value.empty() ? "''" : s.default_value) << ": " << s.help << "\n";
+  }
+  d << "  device = cpu: where batches arrive (cuda needs the CUDA build)\n";
+  return d.str();
+}
+
+py::dict convert(const std::string& src, const std::string& out, const py::kwargs& kwargs) {
+  ConvertOptions o;
+  for (const auto& [key, value] : kwargs) {
+    std::string k = key.cast<std::string>();
+    if (k == "split") o.split = value.cast<std::string>();
+    else if (k == "shards") o.shards = value.cast<int>();
+    else if (k == "shard_size_mb") o.shard_bytes = static_cast<uint64_t>(value.cast<double>() * 1024 * 1024);
+    else if (k == "compression") o.compression = take(parse_compression(value.cast<std::string>()));
+    else if (k == "workers") o.workers = value.cast<int>();
+    else if (k == "max_side") o.max_side = value.cast<int>();
+    else if (k == "quality") o.quality = value.cast<int>();
+    else if (k == "on_error") o.on_error = take(parse_error_policy(value.cast<std::string>()));
+    else if (k == "shuffle") o.shuffle = value.cast<bool>();
+    else if (k == "seed") o.seed = value.cast<uint64_t>();
+    else if (k == "check") o.check_decode = value.cast<std::string>() == "decode";
+    else if (k == "rewrite_progressive") o.rewrite_progressive = value.cast<bool>();
+    else if (k == "classes") o.classes = value.cast<std::vector<std::string>>();
+    else throw py::type_error("convert() got an unexpected keyword argument '" + k + "'");
+  }
+  o.command = "sluice.convert(" + src + ", " + out + ")";
+  Result<ConvertReport> r = [&] {
+    py::gil_scoped_release release;
+    return convert_images(src, out, o);
+  }();
+  ConvertReport rep = take(std::move(r));
+  py::dict d;
+  d["images"] = rep.images;
+  d["written"] = rep.written;
+  d["resized"] = rep.resized;
+  d["rewritten"] = rep.rewritten;
+  d["seconds"] = rep.seconds;
+  d["bytes_out"] = rep.bytes_out;
+  d["classes"] = rep.classes;
+  py::list shards, skipped;
+  for (const ShardInfo& s : rep.shards) shards.append(py::str(s.file));
+  for (const auto& [file, reason] : rep.skipped) skipped.append(py::make_tuple(file, reason));
+  d["shards"] = shards;
+  d["skipped"] = skipped;
+  return d;
+}
+
+py::object inspect_paths(const py::object& paths, bool verify) {
+  std::vector<std::string> list = py::isinstance<py::str>(paths) ? std::vector<std::string>{paths.cast<std::string>()}
+                                                                 : paths.cast<std::vector<std::string>>();
+  InspectOptions o;
+  o.verify = verify;
+  Result<InspectReport> r = [&] {
+    py::gil_scoped_release release;
+    return inspect(list, o);
+  }();
+  InspectReport rep = take(std::move(r));
+  return py::module_::import("json").attr("loads")(format_inspect_json(rep));
+}
+
+}  // namespace
+}  // namespace sluice::python
+
+PYBIND11_MODULE(_sluice, m) {
+  using namespace sluice::python;
+  m.doc() = "sluice: keeps GPUs fed. The C++ input pipeline, convert and inspect.";
+  static py::exception<void> data_error(m, "DataError", PyExc_RuntimeError);
+  g_data_error = data_error.ptr();
+  m.attr("DataError").attr("__doc__") = "Corrupt or truncated data: the message names the file, offset and reason.";
+
+  py::class_<PyBatch>(m, "Batch", "One batch of images in a ring slot (see Pipeline).")
+      .def("__dlpack__", &to_dlpack, py::arg("stream") = py::none(), "A DLPack capsule sharing this batch's memory.")
+      .def("__dlpack_device__", [](const PyBatch&) { return py::make_tuple(static_cast<int>(kDLCPU), 0); })
+      .def("numpy", &to_numpy, "A NumPy view of the images (no copy; keeps the batch alive).")
+      .def("release", &PyBatch::release, "Return the memory to the ring now; views must not be used after.")
+      .def("__len__", [](const PyBatch& b) { return b.batch().size(); })
+      .def_property_readonly("shape", [](const PyBatch& b) { return py::tuple(py::cast(b.shape())); })
+      .def_property_readonly("dtype", &PyBatch::dtype)
+      .def_property_readonly("labels", &PyBatch::labels, "int64 labels (a copy)")
+      .def_property_readonly("sample_ids", &PyBatch::sample_ids, "record ids of the samples (a copy)")
+      .def_property_readonly("epoch", [](const PyBatch& b) { return b.batch().epoch(); })
+      .def_property_readonly("index", [](const PyBatch& b) { return b.batch().index(); });
+
+  py::class_<PyPipeline>(m, "Pipeline", pipeline_doc().c_str())
+      .def(py::init<const py::object&, const py::kwargs&>(), py::arg("path"))
+      .def("__len__", &PyPipeline::len, "Batches per epoch for this rank.")
+      .def("__iter__", &PyPipeline::iter, py::return_value_policy::reference_internal)
+      .def("__next__", &PyPipeline::next)
+      .def("set_epoch", &PyPipeline::set_epoch, py::arg("epoch"), "Start `epoch` from its first batch.")
+      .def("state_dict", &PyPipeline::state_dict, "{'epoch': E, 'batches': B}: where the epoch stands.")
+      .def("load_state_dict", &PyPipeline::load_state_dict, py::arg("state"),
+           "Continue exactly where a state_dict() left off.")
+      .def("stats", &PyPipeline::stats, "Per-stage figures, the engine's tuning and the bottleneck verdict.")
+      .def_property_readonly("records", &PyPipeline::records)
+      .def_property_readonly("classes", &PyPipeline::classes);
+
+  m.def("convert", &convert, py::arg("src"), py::arg("out"),
+        "convert(src, out, split='train', shards=0, shard_size_mb=128, compression='none', workers=0,\n"
+        "        max_side=0, quality=90, on_error='fail', shuffle=True, seed=0, check='decode',\n"
+        "        rewrite_progressive=False, classes=None) -> dict\n"
+        "Converts an ImageFolder tree or a path,label list into TFRecord shards (as `sluice convert`).");
+  m.def("inspect", &inspect_paths, py::arg("paths"), py::arg("verify") = false,
+        "inspect(paths, verify=False) -> dict: what record files hold (as `sluice inspect --json`).");
+  std::vector<std::string> names;
+  for (const sluice::OptionSpec& s : sluice::pipeline_option_specs()) names.push_back(s.name);
+  m.attr("PIPELINE_OPTIONS") = names;
+}

@@ -1,0 +1,209 @@
+"""The Python module over the C++ pipeline (tests/python, run by make test)."""
+import os
+import shutil
+import subprocess
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+import sluice
+import tfrecord_py
+
+SLUICE = os.environ["SLUICE_BIN"]
+OPTS = dict(batch_size=8, image_size=16, seed=3, workers=2, memory_budget_mb=256)
+
+
+def digest(images, labels):
+    """The digest `sluice bench --digest` prints for a batch."""
+    raw = images.numpy().tobytes() if images.dtype != "bfloat16" else None
+    lab = labels.astype(np.int64).tobytes()
+    lo = tfrecord_py.crc32c(lab, tfrecord_py.crc32c(raw))
+    hi = tfrecord_py.crc32c(lab, tfrecord_py.crc32c(raw, 0x9E3779B9))
+    return f"{(hi << 32) | lo:016x}"
+
+
+def bench_digests(path, *args):
+    p = subprocess.run([SLUICE, "bench", path, "--digest", "-q", *args], check=True, capture_output=True, text=True)
+    return [l.split()[3] for l in p.stdout.splitlines() if l.startswith("digest ") and l.split()[1] != "all"]
+
+
+def test_same_batches_as_the_cli(dataset):
+    shards = str(dataset / "shards")
+    pipe = sluice.Pipeline(shards, **OPTS)
+    got = [digest(images, labels) for images, labels in pipe]
+    assert len(got) == len(pipe) == 7
+    cli = bench_digests(shards, "--batch", "8", "--size", "16", "--seed", "3", "--workers", "1",
+                        "--memory-budget", "256")
+    assert got == cli
+
+
+def test_views_share_memory_and_match_the_dtype(dataset):
+    pipe = sluice.Pipeline(str(dataset / "shards"), **OPTS)
+    images, labels = next(iter(pipe))
+    t = torch.from_dlpack(images)
+    a = images.numpy()
+    assert t.shape == (8, 3, 16, 16) and t.dtype == torch.float32
+    assert images.__dlpack_device__() == (1, 0)
+    assert np.shares_memory(a, t.numpy())
+    assert a.__array_interface__["data"][0] == t.data_ptr()
+    assert labels.dtype == np.int64 and labels.shape == (8,)
+    assert ((labels >= 0) & (labels < 4)).all()
+    for dtype, torch_dtype in (("float16", torch.float16), ("bfloat16", torch.bfloat16), ("uint8", torch.uint8)):
+        p = sluice.Pipeline(str(dataset / "shards"), **{**OPTS, "dtype": dtype, "layout": "NHWC"})
+        images, _ = next(iter(p))
+        t = torch.from_dlpack(images)
+        assert t.dtype == torch_dtype and t.shape == (8, 16, 16, 3)
+    with pytest.raises(TypeError, match="bfloat16"):
+        images_bf16 = next(iter(sluice.Pipeline(str(dataset / "shards"), **{**OPTS, "dtype": "bfloat16"})))[0]
+        images_bf16.numpy()
+
+
+def test_normalised_values_match_the_uint8_pixels(dataset):
+    a = sluice.Pipeline(str(dataset / "shards"), **{**OPTS, "dtype": "uint8"})
+    b = sluice.Pipeline(str(dataset / "shards"), **OPTS)
+    u8 = next(iter(a))[0].numpy().astype(np.float32)
+    f32 = next(iter(b))[0].numpy()
+    mean = np.array([0.485, 0.456, 0.406], np.float32).reshape(1, 3, 1, 1)
+    std = np.array([0.229, 0.224, 0.225], np.float32).reshape(1, 3, 1, 1)
+    np.testing.assert_allclose(f32, (u8 / 255 - mean) / std, rtol=1e-5, atol=1e-5)
+
+
+def test_state_dict_resumes_exactly(dataset):
+    shards = str(dataset / "shards")
+    whole = []
+    pipe = sluice.Pipeline(shards, **OPTS)
+    for epoch in range(2):
+        pipe.set_epoch(epoch)
+        whole += [digest(i, l) for i, l in pipe]
+    first = sluice.Pipeline(shards, **OPTS)
+    it = iter(first)
+    head = [digest(*next(it)) for _ in range(3)]
+    state = first.state_dict()
+    assert state == {"epoch": 0, "batches": 3}
+    resumed = sluice.Pipeline(shards, **OPTS)
+    resumed.load_state_dict(state)
+    rest = [digest(i, l) for i, l in resumed]
+    resumed.set_epoch(1)
+    rest += [digest(i, l) for i, l in resumed]
+    assert head + rest == whole
+
+
+def test_epochs_and_repeated_loops(dataset):
+    pipe = sluice.Pipeline(str(dataset / "shards"), **OPTS)
+    a = [digest(i, l) for i, l in pipe]
+    again = [digest(i, l) for i, l in pipe]  # a finished epoch restarts, as a DataLoader does
+    assert a == again
+    pipe.set_epoch(1)
+    assert [digest(i, l) for i, l in pipe] != a
+
+
+def test_several_pipelines_at_once(dataset):
+    shards = str(dataset / "shards")
+    alone = [digest(i, l) for i, l in sluice.Pipeline(shards, **OPTS)]
+    p, q = sluice.Pipeline(shards, **OPTS), sluice.Pipeline(shards, **{**OPTS, "seed": 4})
+    interleaved = []
+    for (i, l), _ in zip(p, q):
+        interleaved.append(digest(i, l))
+    assert interleaved == alone
+
+
+def test_two_threads_share_one_pipeline_safely(dataset):
+    pipe = sluice.Pipeline(str(dataset / "shards"), **{**OPTS, "batch_size": 4})
+    seen, errors = [], []
+    lock = threading.Lock()
+    it = iter(pipe)
+
+    def consume():
+        try:
+            while True:
+                try:
+                    images, labels = next(it)
+                except StopIteration:
+                    return
+                ids = images.sample_ids.tolist()
+                images.release()
+                with lock:
+                    seen.extend(ids)
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=consume) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len(seen) == len(set(seen)) == 15 * 4  # every sample once, none twice
+
+
+def test_holding_every_slot_fails_clearly_and_dropping_frees(dataset):
+    pipe = sluice.Pipeline(str(dataset / "shards"), **{**OPTS, "prefetch": 2})
+    it = iter(pipe)
+    held = [torch.from_dlpack(next(it)[0]), torch.from_dlpack(next(it)[0])]
+    with pytest.raises(RuntimeError, match="batch slots are held"):
+        next(it)
+    del held
+    images, _ = next(it)
+    assert len(images) == 8
+
+
+def test_released_batch_refuses_views(dataset):
+    images, _ = next(iter(sluice.Pipeline(str(dataset / "shards"), **OPTS)))
+    images.release()
+    with pytest.raises(ValueError, match="released"):
+        images.numpy()
+
+
+def test_bad_arguments(dataset):
+    shards = str(dataset / "shards")
+    with pytest.raises(FileNotFoundError, match="nope"):
+        sluice.Pipeline(str(dataset / "nope"))
+    with pytest.raises(ValueError, match="batch_size"):
+        sluice.Pipeline(shards, batch_size=0)
+    with pytest.raises(ValueError, match="order"):
+        sluice.Pipeline(shards, order="random")
+    with pytest.raises(TypeError, match="bach_size"):
+        sluice.Pipeline(shards, bach_size=8)
+    with pytest.raises(TypeError):
+        sluice.Pipeline(shards, batch_size=object())
+    with pytest.raises(ValueError, match="CUDA"):
+        sluice.Pipeline(shards, device="cuda")
+    with pytest.raises(ValueError, match="rank"):
+        sluice.Pipeline(shards, rank=2, world_size=2)
+    with pytest.raises(TypeError):
+        sluice.Pipeline(42)
+
+
+def test_corrupt_data_raises_data_error_with_file_and_offset(dataset, tmp_path):
+    src = tmp_path / "images"
+    shutil.copytree(dataset / "images" / "train", src)
+    data = os.path.join(os.environ["SLUICE_TEST_DATA"], "images/jpeg/wuffs-peacock.default.truncated.jpeg")
+    shutil.copy(data, src / "c00_disc" / "cut.jpg")
+    sluice.convert(str(src), str(tmp_path / "shards"), shards=1, check="header", shuffle=False)
+    with pytest.raises(sluice.DataError, match=r"train-00000-of-00001\.tfrecord: offset \d+"):
+        for _ in sluice.Pipeline(str(tmp_path / "shards"), **{**OPTS, "on_error": "fail", "drop_last": False}):
+            pass
+    pipe = sluice.Pipeline(str(tmp_path / "shards"), **{**OPTS, "on_error": "skip", "drop_last": False})
+    n = sum(len(images) for images, _ in pipe)
+    assert n == 60
+    stats = pipe.stats()
+    assert stats["bad_samples"] == 1 and "premature end of data" in stats["events"][0]
+    with pytest.raises(sluice.DataError):
+        sluice.convert(str(src), str(tmp_path / "again"))
+
+
+def test_convert_inspect_and_stats(dataset, tmp_path):
+    report = sluice.convert(str(dataset / "images" / "val"), str(tmp_path / "val"), split="val")
+    assert report["written"] == 12 and report["shards"] == ["val-00000-of-00001.tfrecord"]
+    info = sluice.inspect(str(tmp_path / "val"), verify=True)
+    assert info["ok"] and info["records"] == 12
+    pipe = sluice.Pipeline(str(tmp_path / "val"), split="val", **{**OPTS, "batch_size": 4})
+    for _ in pipe:
+        pass
+    s = pipe.stats()
+    assert s["batches"] == 3 and set(s["stages"]) >= {"read", "decode", "augment"}
+    assert s["verdict"].split(":")[0] in ("input-bound", "consumer-bound", "balanced")
+    assert set(sluice.PIPELINE_OPTIONS) >= {"batch_size", "image_size", "augment", "order", "seed", "dtype"}
+    assert "batch_size = 256" in sluice.Pipeline.__doc__
