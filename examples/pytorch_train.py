@@ -12,6 +12,7 @@
 - Checkpoints (model, optimiser, pipeline state) every epoch; --resume continues.
 """
 import argparse
+import contextlib
 import os
 import time
 
@@ -74,7 +75,8 @@ def main():
         for images, labels in pipe:
             x = torch.from_dlpack(images).to(device, non_blocking=True)
             y = torch.from_numpy(labels).to(device, non_blocking=True)
-            with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=cuda):
+            amp = torch.autocast(device_type="cuda", dtype=torch.bfloat16) if cuda else contextlib.nullcontext()
+            with amp:
                 out = model(x if cuda else x.float())
                 loss = loss_fn(out.float(), y)
             opt.zero_grad(set_to_none=True)
