@@ -48,6 +48,8 @@ def test_views_share_memory_and_match_the_dtype(dataset):
     assert images.__dlpack_device__() == (1, 0)
     assert np.shares_memory(a, t.numpy())
     assert a.__array_interface__["data"][0] == t.data_ptr()
+    n = np.from_dlpack(images)  # NumPy's own DLPack consumer
+    assert n.shape == (8, 3, 16, 16) and np.shares_memory(n, a)
     assert labels.dtype == np.int64 and labels.shape == (8,)
     assert ((labels >= 0) & (labels < 4)).all()
     for dtype, torch_dtype in (("float16", torch.float16), ("bfloat16", torch.bfloat16), ("uint8", torch.uint8)):
