@@ -4,6 +4,10 @@
 #
 #   bench/compare.sh IMAGE_FOLDER [EPOCHS]
 #   CONVERT_OPTS="--rewrite-progressive" bench/compare.sh IMAGE_FOLDER
+#   ROUNDS=5 bench/compare.sh IMAGE_FOLDER
+#
+# Shared machines drift by 10 % and more over seconds, so every measurement
+# runs ROUNDS times (default 3), interleaved, and the medians are compared.
 #
 # Converts the folder to shards once (not timed), warms the page cache, then
 # runs: the peer (bench/peers/torch_dataloader.py), sluice on the shards
@@ -25,22 +29,31 @@ echo "images: $src ($(find "$src" -type f | wc -l) files, $(du -sh "$src" | cut 
 "$sluice" convert "$src" -o "$work/shards" -q ${CONVERT_OPTS:-} >/dev/null
 cat $(find "$src" -type f) "$work"/shards/*.tfrecord > /dev/null  # page cache
 
-/usr/bin/python3 "$root/bench/peers/torch_dataloader.py" "$src" --epochs "$epochs" --json "$work/peer.json" | tail -1
-"$sluice" bench "$work/shards" --epochs "$epochs" --ceiling --json "$work/sluice.json" | grep -E "images/s|verdict|ceiling|floor|CPU"
-"$sluice" bench "$work/shards" --epochs "$epochs" --workers 1 --json "$work/one.json" -q
+rounds="${ROUNDS:-3}"
+for r in $(seq 1 "$rounds"); do
+  /usr/bin/python3 "$root/bench/peers/torch_dataloader.py" "$src" --epochs "$epochs" --json "$work/peer.$r.json" | tail -1
+  "$sluice" bench "$work/shards" --epochs "$epochs" --ceiling --json "$work/sluice.$r.json" | grep -E "images/s|ceiling|floor"
+  "$sluice" bench "$work/shards" --epochs "$epochs" --workers 1 --json "$work/one.$r.json" -q
+done
 
-/usr/bin/python3 - "$work" <<'PY'
-import json, sys, os
-w = sys.argv[1]
-peer = json.load(open(os.path.join(w, "peer.json")))["images_per_second"]
-s = json.load(open(os.path.join(w, "sluice.json")))
-one = json.load(open(os.path.join(w, "one.json")))["images_per_second"]
-ips = s["images_per_second"]
+/usr/bin/python3 - "$work" "$rounds" <<'PY'
+import json, os, statistics, sys
+w, n = sys.argv[1], int(sys.argv[2])
+load = lambda name, key: statistics.median(json.load(open(os.path.join(w, f"{name}.{r}.json")))[key] for r in range(1, n + 1))
+peer = load("peer", "images_per_second")
+ips = load("sluice", "images_per_second")
+ceiling = load("sluice", "ceiling_images_per_second")
+floor = load("sluice", "plan_floor_images_per_second")
+one = load("one", "images_per_second")
+rss = max(json.load(open(os.path.join(w, f"sluice.{r}.json")))["peak_rss_bytes"] for r in range(1, n + 1))
+budget = json.load(open(os.path.join(w, "sluice.1.json")))["memory_budget_bytes"]
 print()
-print(f"{'':34} {'images/s':>10} {'sluice is':>10}")
-print(f"{'PyTorch DataLoader':34} {peer:10.0f} {ips / peer:9.2f}x   (target >= 3x)")
-print(f"{'libjpeg-turbo full-decode ceiling':34} {s['ceiling_images_per_second']:10.0f} {ips / s['ceiling_images_per_second']:9.2f}x   (target >= 1.0x)")
-print(f"{'plan floor (sluice decode calls only)':34} {s['plan_floor_images_per_second']:10.0f} {ips / s['plan_floor_images_per_second']:9.2f}x   (overhead {100 * (s['plan_floor_images_per_second'] / ips - 1):.1f} %, target < 10 %)")
-print(f"{'sluice, 1 worker':34} {one:10.0f} {ips / one:9.2f}x   (2 workers vs 1, target >= 1.8x)")
-print(f"sluice peak RSS {s['peak_rss_bytes'] / 1e6:.0f} MB, memory budget {s['memory_budget_bytes'] / 1e6:.0f} MB")
+print(f"medians of {n} interleaved rounds")
+print(f"{'':38} {'images/s':>10} {'sluice is':>10}")
+print(f"{'PyTorch DataLoader':38} {peer:10.0f} {ips / peer:9.2f}x   (target >= 3x)")
+print(f"{'libjpeg-turbo full-decode ceiling':38} {ceiling:10.0f} {ips / ceiling:9.2f}x   (target >= 1.0x)")
+print(f"{'plan floor (sluice decode calls only)':38} {floor:10.0f} {ips / floor:9.2f}x   (overhead {100 * (floor / ips - 1):.1f} %, target < 10 %)")
+print(f"{'sluice, 1 worker':38} {one:10.0f} {ips / one:9.2f}x   (2 workers vs 1, target >= 1.8x)")
+print(f"{'sluice':38} {ips:10.0f}")
+print(f"sluice peak RSS {rss / 1e6:.0f} MB, memory budget {budget / 1e6:.0f} MB")
 PY
