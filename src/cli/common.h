@@ -45,5 +45,6 @@ void register_synth(CLI::App& app, int* exit_code);
 void register_convert(CLI::App& app, int* exit_code);
 void register_inspect(CLI::App& app, int* exit_code);
 void register_bench(CLI::App& app, int* exit_code);
+void register_doctor(CLI::App& app, int* exit_code);
 
 }  // namespace sluice::cli

@@ -273,6 +273,23 @@ class CliTest(unittest.TestCase):
             f.write("{}")
         self.assertIn("not a sluice state file", run("bench", out, "--state-in", bad_state, check=1).stderr)
 
+    def test_doctor(self):
+        p = run("doctor", "--data", self.images, check=None)
+        self.assertIn("libjpeg-turbo", p.stdout)
+        self.assertRegex(p.stdout, r"sequential read \d+ MB/s")
+        j = json.loads(run("doctor", "--json").stdout)
+        self.assertGreater(j["cpu"]["cores"], 0)
+        levels = {c["level"] for c in j["checks"]}
+        self.assertTrue(levels <= {"ok", "warn", "fail", "info"})
+        self.assertEqual(p.returncode, 1 if "fail" in levels else 0)
+        if not j["gpu"]["devices"]:
+            r = run("doctor", "--require", "gpu", check=1)
+            self.assertIn("required capability missing: a GPU", r.stderr)
+        self.assertIn("--require takes gpu", run("doctor", "--require", "tpu", check=1).stderr)
+        env = dict(os.environ, SLUICE_NVML_LIBRARY="/nonexistent/libnvidia-ml.so.1")
+        q = subprocess.run([SLUICE, "doctor"], capture_output=True, text=True, env=env)
+        self.assertIn("no NVIDIA driver found", q.stdout)
+
     def test_killed_convert_leaves_nothing_that_looks_complete(self):
         src = self.fresh("bigsrc")
         run("synth", src, "--classes", "2", "--per-class", "1500", "--size", "160", "--val-per-class", "0",

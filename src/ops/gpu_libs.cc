@@ -1,0 +1,148 @@
+#include "ops/gpu_libs.h"
+
+#include <dlfcn.h>
+#include <glob.h>
+
+#include <cstdlib>
+
+namespace sluice::detail {
+namespace {
+
+// NVML's ABI, as far as doctor needs it (nvml.h, stable since CUDA 8).
+using nvmlReturn_t = int;
+using nvmlDevice_t = struct nvmlDevice_st*;
+struct nvmlMemory_t {
+  unsigned long long total, free, used;
+};
+constexpr nvmlReturn_t NVML_SUCCESS = 0;
+
+// An override replaces the search list: tests and users pointing at one
+// library must not silently get another.
+std::vector<std::string> with_override(const char* env, std::vector<std::string> rest) {
+  if (const char* v = std::getenv(env); v && *v) return {v};
+  return rest;
+}
+
+void add_glob(const char* pattern, std::vector<std::string>* out) {
+  glob_t g{};
+  if (::glob(pattern, 0, nullptr, &g) == 0) {
+    for (size_t i = 0; i < g.gl_pathc; ++i) out->emplace_back(g.gl_pathv[i]);
+  }
+  globfree(&g);
+}
+
+// Opens the first candidate that loads; returns its handle and name.
+void* open_first(const std::vector<std::string>& candidates, std::string* which) {
+  for (const std::string& c : candidates) {
+    if (void* h = ::dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+      *which = c;
+      return h;
+    }
+  }
+  return nullptr;
+}
+
+template <typename F>
+F sym(void* h, const char* name) {
+  return reinterpret_cast<F>(::dlsym(h, name));
+}
+
+void probe_nvml(DoctorReport* r) {
+  std::string which;
+  void* h = open_first(nvml_candidates(), &which);
+  if (!h) return;
+  auto init = sym<nvmlReturn_t (*)()>(h, "nvmlInit_v2");
+  auto shutdown = sym<nvmlReturn_t (*)()>(h, "nvmlShutdown");
+  auto driver = sym<nvmlReturn_t (*)(char*, unsigned)>(h, "nvmlSystemGetDriverVersion");
+  auto cuda = sym<nvmlReturn_t (*)(int*)>(h, "nvmlSystemGetCudaDriverVersion_v2");
+  auto count = sym<nvmlReturn_t (*)(unsigned*)>(h, "nvmlDeviceGetCount_v2");
+  auto handle = sym<nvmlReturn_t (*)(unsigned, nvmlDevice_t*)>(h, "nvmlDeviceGetHandleByIndex_v2");
+  auto name = sym<nvmlReturn_t (*)(nvmlDevice_t, char*, unsigned)>(h, "nvmlDeviceGetName");
+  auto memory = sym<nvmlReturn_t (*)(nvmlDevice_t, nvmlMemory_t*)>(h, "nvmlDeviceGetMemoryInfo");
+  auto cc =
+      sym<nvmlReturn_t (*)(nvmlDevice_t, int*, int*)>(h, "nvmlDeviceGetCudaComputeCapability");
+  if (!init || !count || !handle || init() != NVML_SUCCESS) {
+    ::dlclose(h);
+    return;
+  }
+  r->nvml_library = which;
+  char buf[96] = {};
+  if (driver && driver(buf, sizeof(buf)) == NVML_SUCCESS) r->driver_version = buf;
+  int v = 0;
+  if (cuda && cuda(&v) == NVML_SUCCESS) r->cuda_driver_version = v;
+  unsigned n = 0;
+  if (count(&n) == NVML_SUCCESS) {
+    for (unsigned i = 0; i < n && i < 64; ++i) {
+      nvmlDevice_t d = nullptr;
+      if (handle(i, &d) != NVML_SUCCESS) continue;
+      GpuInfo g;
+      char nm[96] = {};
+      if (name && name(d, nm, sizeof(nm)) == NVML_SUCCESS) g.name = nm;
+      nvmlMemory_t m{};
+      if (memory && memory(d, &m) == NVML_SUCCESS) g.memory_bytes = m.total;
+      if (cc) cc(d, &g.compute_major, &g.compute_minor);
+      r->gpus.push_back(g);
+    }
+  }
+  if (shutdown) shutdown();
+  // NVML stays loaded: unloading a driver library mid-process is not safe.
+}
+
+void probe_cudart(DoctorReport* r) {
+  std::string which;
+  void* h = open_first(cudart_candidates(), &which);
+  if (!h) return;
+  auto runtime = sym<int (*)(int*)>(h, "cudaRuntimeGetVersion");
+  auto driver = sym<int (*)(int*)>(h, "cudaDriverGetVersion");
+  int v = 0;
+  if (runtime && runtime(&v) == 0) {
+    r->cudart_library = which;
+    r->cuda_runtime_version = v;
+  }
+  int d = 0;
+  if (r->cuda_driver_version == 0 && driver && driver(&d) == 0) r->cuda_driver_version = d;
+}
+
+void probe_nccl(DoctorReport* r) {
+  std::string which;
+  void* h = open_first(nccl_candidates(), &which);
+  if (!h) return;
+  auto version = sym<int (*)(int*)>(h, "ncclGetVersion");
+  int v = 0;
+  if (version && version(&v) == 0) r->nccl_version = v;
+}
+
+}  // namespace
+
+std::vector<std::string> nvml_candidates() {
+  std::vector<std::string> c = with_override("SLUICE_NVML_LIBRARY", {"libnvidia-ml.so.1"});
+  if (std::getenv("SLUICE_NVML_LIBRARY")) return c;
+  add_glob("/usr/local/lib/python3*/dist-packages/nvidia/nvml/lib/libnvidia-ml.so*", &c);
+  return c;
+}
+
+std::vector<std::string> cudart_candidates() {
+  std::vector<std::string> c = with_override(
+      "SLUICE_CUDART_LIBRARY",
+      {"libcudart.so.13", "libcudart.so.12", "libcudart.so", "/usr/local/cuda/lib64/libcudart.so"});
+  if (std::getenv("SLUICE_CUDART_LIBRARY")) return c;
+  add_glob("/usr/local/lib/python3*/dist-packages/nvidia/cu13/lib/libcudart.so*", &c);
+  add_glob("/usr/local/lib/python3*/dist-packages/nvidia/cuda_runtime/lib/libcudart.so*", &c);
+  return c;
+}
+
+std::vector<std::string> nccl_candidates() {
+  std::vector<std::string> c =
+      with_override("SLUICE_NCCL_LIBRARY", {"libnccl.so.2", "/usr/local/cuda/lib64/libnccl.so.2"});
+  if (std::getenv("SLUICE_NCCL_LIBRARY")) return c;
+  add_glob("/usr/local/lib/python3*/dist-packages/nvidia/nccl/lib/libnccl.so*", &c);
+  return c;
+}
+
+void probe_gpu_libraries(DoctorReport* report) {
+  probe_nvml(report);
+  probe_cudart(report);
+  probe_nccl(report);
+}
+
+}  // namespace sluice::detail
