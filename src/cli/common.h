@@ -46,5 +46,6 @@ void register_convert(CLI::App& app, int* exit_code);
 void register_inspect(CLI::App& app, int* exit_code);
 void register_bench(CLI::App& app, int* exit_code);
 void register_doctor(CLI::App& app, int* exit_code);
+void register_advise(CLI::App& app, int* exit_code);
 
 }  // namespace sluice::cli

@@ -290,6 +290,23 @@ class CliTest(unittest.TestCase):
         q = subprocess.run([SLUICE, "doctor"], capture_output=True, text=True, env=env)
         self.assertIn("no NVIDIA driver found", q.stdout)
 
+    def test_advise(self):
+        out = self.fresh("adv")
+        self.convert(out)
+        bench = os.path.join(self.tmp, "adv.json")
+        run("bench", out, "--batch", "16", "--size", "96", "--epochs", "10", "--json", bench, "-q", check=0)
+        prices = os.path.join(self.tmp, "prices.json")
+        with open(prices, "w") as f:
+            f.write('{"per_gpu_hour": {"H100": 3.0}}')
+        p = run("advise", "--bench", bench, "--cores", "8", "--prices", prices, "--gpus", "H100,T4", check=0)
+        self.assertIn("images/s per CPU core", p.stdout)
+        self.assertRegex(p.stdout, r"H100\s+1\s+bf16")
+        self.assertRegex(p.stdout, r"T4\s+1\s+fp16")
+        self.assertIn("How each column is derived", p.stdout)
+        self.assertIn("not a `sluice bench --json` file", run("advise", "--bench", prices, check=1).stderr)
+        self.assertIn("'B200' is not in the catalogue",
+                      run("advise", "--bench", bench, "--gpus", "B200", check=1).stderr)
+
     def test_killed_convert_leaves_nothing_that_looks_complete(self):
         src = self.fresh("bigsrc")
         run("synth", src, "--classes", "2", "--per-class", "1500", "--size", "160", "--val-per-class", "0",
