@@ -66,8 +66,8 @@ struct PipelineOptions {
   AugmentMode augment = AugmentMode::kTrain;
 
   Order order = Order::kGlobal;
-  int quasi_block = 64;      // records per block (kQuasi)
-  int quasi_group = 16;      // blocks shuffled together (kQuasi)
+  int quasi_block = 64;        // records per block (kQuasi)
+  int quasi_group = 16;        // blocks shuffled together (kQuasi)
   int shuffle_buffer = 10000;  // kBuffer
   uint64_t seed = 0;
 
@@ -97,6 +97,20 @@ struct PipelineOptions {
   // a line on stderr. Every event is counted and kept (events()).
   ErrorPolicy on_error = ErrorPolicy::kWarn;
   uint64_t max_pixels = kDefaultMaxPixels;
+
+  // Record a span per sample stage (read, decode, augment) per worker and
+  // the consumer's waits, for a Chrome/Perfetto trace (trace()). Costs four
+  // clock reads a sample; the oldest spans beyond trace_limit are dropped.
+  bool trace = false;
+  size_t trace_limit = 1'000'000;
+};
+
+// One span of a trace: on worker `track` (-1 = the consumer), stage `name`.
+struct TraceSpan {
+  int track = 0;
+  const char* name = "";
+  uint64_t start_ns = 0, end_ns = 0;  // steady clock
+  uint64_t sample = 0;                // record id (batch index for the consumer)
 };
 
 // Where an epoch stands: `batches` batches of `epoch` have been handed out.
@@ -188,6 +202,8 @@ class Pipeline {
 
   PipelineStats stats() const;
   std::vector<SampleEvent> events() const;
+  // The spans recorded so far (options.trace), oldest first.
+  std::vector<TraceSpan> trace() const;
 
  private:
   friend class Batch;

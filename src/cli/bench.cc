@@ -7,11 +7,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
-#include <tuple>
 #include <thread>
+#include <tuple>
 
 #include "base/file_util.h"
 #include "cli/common.h"
@@ -36,7 +36,7 @@ struct BenchCli {
   int64_t max_batches = -1;
   bool pad = false;
   bool digest = false, ceiling = false, ablation = false, quiet = false;
-  std::string json_file, logdir, state_in, state_out, raw_dir;
+  std::string json_file, logdir, state_in, state_out, raw_dir, trace_file;
 };
 
 // A 64-bit digest of a batch: two CRC32Cs (different seeds) over the image
@@ -57,21 +57,55 @@ struct RunResult {
   PipelineState state;
   uint64_t digest_all = 0;
   bool digest_any = false;
+  std::vector<TraceSpan> spans;
 };
+
+// Chrome's trace event format (chrome://tracing, Perfetto): one track per
+// worker plus the consumer, a complete event ("X") per span, in us.
+Status write_trace(const std::string& path, const std::vector<TraceSpan>& spans, int workers) {
+  json events = json::array();
+  for (int w = 0; w < workers; ++w) {
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", 1},
+                      {"tid", w},
+                      {"args", {{"name", fmt::format("worker {}", w)}}}});
+  }
+  events.push_back({{"name", "thread_name"},
+                    {"ph", "M"},
+                    {"pid", 1},
+                    {"tid", 1000},
+                    {"args", {{"name", "consumer"}}}});
+  uint64_t t0 = UINT64_MAX;
+  for (const TraceSpan& s : spans) t0 = std::min(t0, s.start_ns);
+  for (const TraceSpan& s : spans) {
+    events.push_back({{"name", s.name},
+                      {"cat", s.track < 0 ? "consumer" : "sample"},
+                      {"ph", "X"},
+                      {"pid", 1},
+                      {"tid", s.track < 0 ? 1000 : s.track},
+                      {"ts", (s.start_ns - t0) / 1e3},
+                      {"dur", (s.end_ns - s.start_ns) / 1e3},
+                      {"args", {{s.track < 0 ? "batch" : "sample", s.sample}}}});
+  }
+  json doc = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
+  return detail::write_file_atomic(path, doc.dump() + "\n");
+}
 
 Result<PipelineState> read_state(const std::string& path) {
   SLUICE_ASSIGN_OR_RETURN(std::string text, detail::read_file(path, 1 << 20));
   json j = json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.contains("epoch") || !j.contains("batches") || !j["epoch"].is_number_unsigned() ||
-      !j["batches"].is_number_unsigned()) {
-    return data_loss_error(path + ": not a sluice state file (expected {\"epoch\": E, \"batches\": B})");
+  if (j.is_discarded() || !j.contains("epoch") || !j.contains("batches") ||
+      !j["epoch"].is_number_unsigned() || !j["batches"].is_number_unsigned()) {
+    return data_loss_error(path +
+                           ": not a sluice state file (expected {\"epoch\": E, \"batches\": B})");
   }
   return PipelineState{j["epoch"].get<uint64_t>(), j["batches"].get<uint64_t>()};
 }
 
 Result<RunResult> run_pipeline(const PipelineOptions& po, int epochs, int64_t max_batches,
-                               std::optional<PipelineState> start, bool digest, TensorBoardWriter* tb,
-                               JsonLinesWriter* jsonl = nullptr) {
+                               std::optional<PipelineState> start, bool digest,
+                               TensorBoardWriter* tb, JsonLinesWriter* jsonl = nullptr) {
   SLUICE_ASSIGN_OR_RETURN(auto pipe, Pipeline::create(po));
   RunResult r;
   PipelineState s = start.value_or(PipelineState{0, 0});
@@ -94,7 +128,8 @@ Result<RunResult> run_pipeline(const PipelineOptions& po, int epochs, int64_t ma
       if (digest) {
         uint64_t d = batch_digest(*b);
         std::printf("digest %llu %llu %016llx\n", static_cast<unsigned long long>(b->epoch()),
-                    static_cast<unsigned long long>(b->index()), static_cast<unsigned long long>(d));
+                    static_cast<unsigned long long>(b->index()),
+                    static_cast<unsigned long long>(d));
         std::string_view dv(reinterpret_cast<const char*>(&d), sizeof(d));
         all_lo = crc32c_extend(all_lo, dv);
         all_hi = crc32c_extend(all_hi, dv);
@@ -107,18 +142,24 @@ Result<RunResult> run_pipeline(const PipelineOptions& po, int epochs, int64_t ma
         PipelineStats now = pipe->stats();
         double wait_share = wall > 0 ? now.consumer_wait_seconds / wall : 0;
         auto cpu = sample_process();
-        double cores = cpu.ok() && cpu0.ok() && wall > 0 ? (cpu->cpu_seconds - cpu0->cpu_seconds) / wall : 0;
+        double cores =
+            cpu.ok() && cpu0.ok() && wall > 0 ? (cpu->cpu_seconds - cpu0->cpu_seconds) / wall : 0;
         int64_t step = static_cast<int64_t>(r.batches);
-        SLUICE_RETURN_IF_ERROR(tb->add_scalar("bench/images_per_second", static_cast<float>(rate), step, wall));
-        SLUICE_RETURN_IF_ERROR(tb->add_scalar("bench/consumer_wait_share", static_cast<float>(wait_share), step, wall));
-        SLUICE_RETURN_IF_ERROR(tb->add_scalar("bench/cpu_cores_busy", static_cast<float>(cores), step, wall));
-        SLUICE_RETURN_IF_ERROR(tb->add_scalar("bench/workers_active", static_cast<float>(now.active_workers), step, wall));
+        SLUICE_RETURN_IF_ERROR(
+            tb->add_scalar("bench/images_per_second", static_cast<float>(rate), step, wall));
+        SLUICE_RETURN_IF_ERROR(tb->add_scalar("bench/consumer_wait_share",
+                                              static_cast<float>(wait_share), step, wall));
+        SLUICE_RETURN_IF_ERROR(
+            tb->add_scalar("bench/cpu_cores_busy", static_cast<float>(cores), step, wall));
+        SLUICE_RETURN_IF_ERROR(tb->add_scalar("bench/workers_active",
+                                              static_cast<float>(now.active_workers), step, wall));
         SLUICE_RETURN_IF_ERROR(tb->flush());
         if (jsonl) {
-          SLUICE_RETURN_IF_ERROR(jsonl->write(step, wall, {{"images_per_second", rate},
-                                                           {"consumer_wait_share", wait_share},
-                                                           {"cpu_cores_busy", cores},
-                                                           {"workers_active", now.active_workers}}));
+          SLUICE_RETURN_IF_ERROR(jsonl->write(step, wall,
+                                              {{"images_per_second", rate},
+                                               {"consumer_wait_share", wait_share},
+                                               {"cpu_cores_busy", cores},
+                                               {"workers_active", now.active_workers}}));
         }
         images_at_log = r.images;
         last_log = Clock::now();
@@ -131,6 +172,7 @@ Result<RunResult> run_pipeline(const PipelineOptions& po, int epochs, int64_t ma
   if (cpu0.ok() && cpu1.ok()) r.cpu_seconds = cpu1->cpu_seconds - cpu0->cpu_seconds;
   r.stats = pipe->stats();
   r.events = pipe->events();
+  if (po.trace) r.spans = pipe->trace();
   r.state = pipe->state();
   r.digest_all = (uint64_t{all_hi} << 32) | all_lo;
   return r;
@@ -161,9 +203,12 @@ Status parse_options(BenchCli& c) {
     auto it = c.values.find(spec.name);
     if (it == c.values.end()) continue;
     Status s = spec.set(it->second, &p);
-    if (!s.ok()) return invalid_argument_error(spec.flag + " " + std::string(s.message()).substr(spec.name.size() + 2));
+    if (!s.ok())
+      return invalid_argument_error(spec.flag + " " +
+                                    std::string(s.message()).substr(spec.name.size() + 2));
   }
   if (c.pad) p.drop_last = false;
+  p.trace = !c.trace_file.empty();
   if (c.epochs < 1) return invalid_argument_error("--epochs must be at least 1");
   return Status();
 }
@@ -175,9 +220,12 @@ void print_summary(const BenchCli& c, const RunResult& r, const Verdict& v, uint
   for (const StageSnapshot& s : st.stages) {
     if (s.name == "read") read_bytes = s.bytes;
   }
-  std::printf("%llu images in %llu batches, %.2f s: %.0f images/s, %.1f MB/s of encoded images read, %.1f MB/s of batches\n",
-              static_cast<unsigned long long>(r.images), static_cast<unsigned long long>(r.batches), r.seconds, ips,
-              r.seconds > 0 ? read_bytes / r.seconds / 1e6 : 0, r.seconds > 0 ? r.image_bytes_out / r.seconds / 1e6 : 0);
+  std::printf(
+      "%llu images in %llu batches, %.2f s: %.0f images/s, %.1f MB/s of encoded images read, %.1f "
+      "MB/s of batches\n",
+      static_cast<unsigned long long>(r.images), static_cast<unsigned long long>(r.batches),
+      r.seconds, ips, r.seconds > 0 ? read_bytes / r.seconds / 1e6 : 0,
+      r.seconds > 0 ? r.image_bytes_out / r.seconds / 1e6 : 0);
   std::printf("engine: %s\n", st.tuning.c_str());
   std::printf("stages (busy share of %d workers):", st.workers);
   double idle = 0;
@@ -186,16 +234,20 @@ void print_summary(const BenchCli& c, const RunResult& r, const Verdict& v, uint
     if (s.name == "batch" || s.name == "idle") continue;
     std::printf("  %s %.0f %%", s.name.c_str(), 100 * stage_busy_share(r, s.name));
   }
-  std::printf("\nwaiting: the consumer waited %.0f %% of the time for batches; workers waited %.0f %% of theirs "
-              "for a free slot\n",
-              r.seconds > 0 ? 100 * st.consumer_wait_seconds / r.seconds : 0.0,
-              r.seconds > 0 ? 100 * idle / (r.seconds * st.workers) : 0.0);
+  std::printf(
+      "\nwaiting: the consumer waited %.0f %% of the time for batches; workers waited %.0f %% of "
+      "theirs "
+      "for a free slot\n",
+      r.seconds > 0 ? 100 * st.consumer_wait_seconds / r.seconds : 0.0,
+      r.seconds > 0 ? 100 * idle / (r.seconds * st.workers) : 0.0);
   int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::printf("CPU: %.2f cores busy of %d (%.0f %%); peak RSS %.0f MB (memory budget %.0f MB)\n",
               r.seconds > 0 ? r.cpu_seconds / r.seconds : 0, cores,
-              r.seconds > 0 ? 100 * r.cpu_seconds / r.seconds / cores : 0, peak_rss / 1e6, c.p.memory_budget / 1e6);
+              r.seconds > 0 ? 100 * r.cpu_seconds / r.seconds / cores : 0, peak_rss / 1e6,
+              c.p.memory_budget / 1e6);
   if (!r.events.empty()) {
-    std::printf("bad samples: %zu (first: %s)\n", r.events.size(), r.events.front().to_string().c_str());
+    std::printf("bad samples: %zu (first: %s)\n", r.events.size(),
+                r.events.front().to_string().c_str());
   }
   std::printf("verdict: %s\n", v.text.c_str());
 }
@@ -203,7 +255,9 @@ void print_summary(const BenchCli& c, const RunResult& r, const Verdict& v, uint
 json stages_json(const RunResult& r) {
   json stages = json::object();
   for (const StageSnapshot& s : r.stats.stages) {
-    stages[s.name] = {{"items", s.items}, {"bytes", s.bytes}, {"busy_seconds", s.busy_ns / 1e9},
+    stages[s.name] = {{"items", s.items},
+                      {"bytes", s.bytes},
+                      {"busy_seconds", s.busy_ns / 1e9},
                       {"wait_seconds", s.wait_ns / 1e9},
                       {"busy_share", s.name == "batch" ? 0.0 : stage_busy_share(r, s.name)}};
   }
@@ -282,7 +336,8 @@ int run(BenchCli& c) {
   }
   auto r = run_pipeline(c.p, c.epochs, c.max_batches, start, c.digest, tb.get(), jsonl.get());
   if (!r.ok()) return report_error("bench", r.status());
-  if (c.digest && r->digest_any) std::printf("digest all %016llx\n", static_cast<unsigned long long>(r->digest_all));
+  if (c.digest && r->digest_any)
+    std::printf("digest all %016llx\n", static_cast<unsigned long long>(r->digest_all));
   auto proc = sample_process();
   uint64_t peak = proc.ok() ? proc->peak_rss_bytes : 0;
   Verdict v = verdict_of(*r);
@@ -297,21 +352,32 @@ int run(BenchCli& c) {
     if (!b.ok()) return report_error("bench", b.status());
     full = *a;
     floor = *b;
-    std::printf("ceiling: libjpeg-turbo decoding every pixel of %llu of these images on %d threads: %.0f images/s "
-                "(sluice %.2fx)\n",
-                static_cast<unsigned long long>(a->images), r->stats.workers, a->images_per_second,
-                a->images_per_second > 0 ? ips / a->images_per_second : 0);
-    std::printf("plan floor: only the decode calls sluice's plan makes: %.0f images/s (sluice's overhead above it: "
-                "%.1f %%)\n",
-                b->images_per_second, ips > 0 ? 100 * (b->images_per_second / ips - 1) : 0);
+    std::printf(
+        "ceiling: libjpeg-turbo decoding every pixel of %llu of these images on %d threads: %.0f "
+        "images/s "
+        "(sluice %.2fx)\n",
+        static_cast<unsigned long long>(a->images), r->stats.workers, a->images_per_second,
+        a->images_per_second > 0 ? ips / a->images_per_second : 0);
+    std::printf(
+        "plan floor: only the decode calls sluice's plan makes: %.0f images/s (sluice's overhead "
+        "above it: "
+        "%.1f %%)\n",
+        b->images_per_second, ips > 0 ? 100 * (b->images_per_second / ips - 1) : 0);
   }
   if (tb) {
-    tb->add_scalar("bench/images_per_second_total", static_cast<float>(ips), static_cast<int64_t>(r->batches), r->seconds).ignore();
+    tb->add_scalar("bench/images_per_second_total", static_cast<float>(ips),
+                   static_cast<int64_t>(r->batches), r->seconds)
+        .ignore();
     tb->close().ignore();
+  }
+  if (!c.trace_file.empty()) {
+    if (Status st = write_trace(c.trace_file, r->spans, r->stats.workers); !st.ok())
+      return report_error("bench", st);
   }
   if (!c.state_out.empty()) {
     json s = {{"epoch", r->state.epoch}, {"batches", r->state.batches}};
-    if (Status st = detail::write_file_atomic(c.state_out, s.dump() + "\n"); !st.ok()) return report_error("bench", st);
+    if (Status st = detail::write_file_atomic(c.state_out, s.dump() + "\n"); !st.ok())
+      return report_error("bench", st);
   }
   if (!c.json_file.empty()) {
     json j;
@@ -338,7 +404,8 @@ int run(BenchCli& c) {
       options[spec.name] = it != c.values.end() ? it->second : spec.default_value;
     }
     j["options"] = options;
-    if (Status st = detail::write_file_atomic(c.json_file, j.dump(2) + "\n"); !st.ok()) return report_error("bench", st);
+    if (Status st = detail::write_file_atomic(c.json_file, j.dump(2) + "\n"); !st.ok())
+      return report_error("bench", st);
   }
   return kExitOk;
 }
@@ -347,10 +414,14 @@ int run(BenchCli& c) {
 
 void register_bench(CLI::App& app, int* exit_code) {
   auto c = std::make_shared<BenchCli>();
-  CLI::App* sub = app.add_subcommand("bench", "Run the input pipeline flat out and report where the time goes");
-  sub->add_option("data", c->data, "Dataset folder (dataset.json), record files, or an ImageFolder tree")->required();
+  CLI::App* sub =
+      app.add_subcommand("bench", "Run the input pipeline flat out and report where the time goes");
+  sub->add_option("data", c->data,
+                  "Dataset folder (dataset.json), record files, or an ImageFolder tree")
+      ->required();
   for (const OptionSpec& spec : pipeline_option_specs()) {
-    std::string help = spec.help + (spec.default_value.empty() ? "" : " [" + spec.default_value + "]");
+    std::string help =
+        spec.help + (spec.default_value.empty() ? "" : " [" + spec.default_value + "]");
     sub->add_option_function<std::string>(
         spec.flag, [c, name = spec.name](const std::string& v) { c->values[name] = v; }, help);
   }
@@ -362,9 +433,13 @@ void register_bench(CLI::App& app, int* exit_code) {
   sub->add_flag("--digest", c->digest, "Print a digest per batch and of all batches");
   sub->add_option("--state-in", c->state_in, "Start from a saved pipeline state");
   sub->add_option("--state-out", c->state_out, "Write the pipeline state at the end");
+  sub->add_option("--trace", c->trace_file,
+                  "Write a Chrome/Perfetto trace: a track per worker, a span per sample stage");
   sub->add_flag("--ceiling", c->ceiling, "Also time the full-decode ceiling and the plan floor");
-  sub->add_flag("--ablation", c->ablation, "Print the ladder: raw files, parallel, shards, crop decode");
-  sub->add_option("--raw", c->raw_dir, "Image folder for the ablation's raw rungs (default: dataset.json's source)");
+  sub->add_flag("--ablation", c->ablation,
+                "Print the ladder: raw files, parallel, shards, crop decode");
+  sub->add_option("--raw", c->raw_dir,
+                  "Image folder for the ablation's raw rungs (default: dataset.json's source)");
   sub->add_flag("-q,--quiet", c->quiet, "Only digests and files, no summary");
   sub->callback([c, exit_code] { *exit_code = run(*c); });
 }

@@ -9,20 +9,22 @@
 //
 // Locking: one mutex guards the cursor, the slot table and the epoch; it is
 // taken twice per sample (claim, complete), never while decoding.
+#include "sluice/pipeline.h"
+
 #include <fmt/format.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <map>
-#include <sys/mman.h>
 #include <mutex>
 #include <thread>
 
 #include "pipeline/source.h"
-#include "sluice/pipeline.h"
 
 namespace sluice {
 namespace {
@@ -100,6 +102,7 @@ struct Pipeline::Impl {
   Status fatal;
   std::vector<SampleEvent> events;
   uint64_t samples_done = 0;
+  std::deque<TraceSpan> spans;  // options.trace
   uint64_t batches_done = 0;
   uint64_t consumer_wait_ns = 0;
   // Autotune (workers == 0): how many workers may claim work, and the
@@ -144,7 +147,8 @@ struct Pipeline::Impl {
     next_sample = std::numeric_limits<uint64_t>::max();  // stop claims
     consumer_cv.wait(lock, [&] { return in_flight == 0; });
     if (!plan || epoch != new_epoch) {
-      plan = std::make_shared<const std::vector<uint32_t>>(plan_epoch(source->size(), o, new_epoch));
+      plan =
+          std::make_shared<const std::vector<uint32_t>>(plan_epoch(source->size(), o, new_epoch));
     }
     epoch = new_epoch;
     uint64_t n = plan->size();
@@ -183,9 +187,11 @@ struct Pipeline::Impl {
       calm_windows = 0;
     }
     if (active != before) {
-      tuning = fmt::format("workers {} of {} active (autotune: the consumer waited {:.0f} % of the last {} batches), "
-                           "prefetch {}",
-                           active, workers, 100 * wait_share, kWindow, prefetch);
+      tuning = fmt::format(
+          "workers {} of {} active (autotune: the consumer waited {:.0f} % of the last {} "
+          "batches), "
+          "prefetch {}",
+          active, workers, 100 * wait_share, kWindow, prefetch);
       work_cv.notify_all();
     }
     window_start_ns = now;
@@ -195,7 +201,8 @@ struct Pipeline::Impl {
 
   bool claimable(int index) const {  // requires mu
     if (index >= active) return false;
-    if (next_sample >= uint64_t{batches} * o.batch_size || next_sample >= samples_in_plan()) return false;
+    if (next_sample >= uint64_t{batches} * o.batch_size || next_sample >= samples_in_plan())
+      return false;
     return batch_slot.count(next_sample / o.batch_size) != 0;
   }
 
@@ -228,8 +235,10 @@ struct Pipeline::Impl {
       Slot& slot = slots[static_cast<size_t>(s)];
       size_t i = static_cast<size_t>(k % static_cast<uint64_t>(o.batch_size));
       uint64_t id = (*my_plan)[k];
-      Status st_sample = prepare(id, ep, &decoder, &window, &scratch, &buffer,
-                                 slot.data.get() + i * sample_bytes, &slot.labels[i]);
+      uint64_t marks[4] = {};
+      Status st_sample =
+          prepare(id, ep, &decoder, &window, &scratch, &buffer, slot.data.get() + i * sample_bytes,
+                  &slot.labels[i], o.trace ? marks : nullptr);
       slot.ids[i] = id;
       std::unique_lock lock(mu);
       --in_flight;
@@ -237,6 +246,7 @@ struct Pipeline::Impl {
         consumer_cv.notify_all();
         continue;
       }
+      if (o.trace) add_sample_spans(index, id, marks);
       if (!st_sample.ok()) record_bad(ep, id, st_sample, &slot, i);
       if (--slot.remaining == 0) slot.state = SlotState::kReady;
       ++samples_done;
@@ -251,26 +261,59 @@ struct Pipeline::Impl {
     e.source = source->where(id, &e.offset);
     std::string m(s.message());
     // The record layer already names the file and offset; keep the reason.
-    for (const std::string& prefix : {e.source + ": offset " + std::to_string(e.offset) + ": ", e.source + ": "}) {
+    for (const std::string& prefix :
+         {e.source + ": offset " + std::to_string(e.offset) + ": ", e.source + ": "}) {
       if (m.rfind(prefix, 0) == 0) m = m.substr(prefix.size());
     }
     e.reason = m;
     if (o.on_error == ErrorPolicy::kFail && fatal.ok()) {
       fatal = Status(s.code(), "sample " + std::to_string(id) + ": " + e.to_string());
     }
-    if (o.on_error == ErrorPolicy::kWarn) std::fprintf(stderr, "sluice: skipping bad sample: %s\n", e.to_string().c_str());
+    if (o.on_error == ErrorPolicy::kWarn)
+      std::fprintf(stderr, "sluice: skipping bad sample: %s\n", e.to_string().c_str());
     slot->valid[i] = 0;
     events.push_back(std::move(e));
   }
 
+  void add_span(int track, const char* name, uint64_t start, uint64_t end,
+                uint64_t sample) {  // requires mu
+    if (end <= start) return;
+    spans.push_back({track, name, start, end, sample});
+    while (spans.size() > o.trace_limit) spans.pop_front();
+  }
+
+  void add_sample_spans(int worker, uint64_t id, const uint64_t* marks) {  // requires mu
+    add_span(worker, "read", marks[0], marks[1], id);
+    add_span(worker, "decode", marks[1], marks[2], id);
+    add_span(worker, "augment", marks[2], marks[3], id);
+  }
+
+  // `marks` (when tracing): start, after read, after decode, end.
   Status prepare(uint64_t id, uint64_t ep, CropDecoder* decoder, DecodedWindow* window,
-                 std::vector<float>* scratch, std::string* buffer, uint8_t* dst, int64_t* label) {
+                 std::vector<float>* scratch, std::string* buffer, uint8_t* dst, int64_t* label,
+                 uint64_t* marks) {
+    if (marks) marks[0] = now_ns();
+    Status s = prepare_stages(id, ep, decoder, window, scratch, buffer, dst, label, marks);
+    if (marks) {
+      // A stage that failed ends the others where it stopped.
+      uint64_t end = now_ns();
+      for (int k = 1; k < 4; ++k) {
+        if (marks[k] == 0) marks[k] = end;
+      }
+    }
+    return s;
+  }
+
+  Status prepare_stages(uint64_t id, uint64_t ep, CropDecoder* decoder, DecodedWindow* window,
+                        std::vector<float>* scratch, std::string* buffer, uint8_t* dst,
+                        int64_t* label, uint64_t* marks) {
     detail::RawSample raw;
     {
       StageTimer t(*read_stage);
       SLUICE_RETURN_IF_ERROR(source->read(id, buffer, &raw));
       t.done(1, raw.image.size());
     }
+    if (marks) marks[1] = now_ns();
     *label = raw.label;
     AugmentPlan aug;
     {
@@ -280,8 +323,10 @@ struct Pipeline::Impl {
       aug = plan_augment(o.augment, info.width, info.height, rng);
       if (o.crop_decode) {
         int denom = info.format == ImageFormat::kJpeg
-                        ? choose_scale_denom(aug.crop, o.sample.width, o.sample.height) : 1;
-        SLUICE_RETURN_IF_ERROR(decoder->decode(raw.image, info, aug.crop, denom, window, o.max_pixels));
+                        ? choose_scale_denom(aug.crop, o.sample.width, o.sample.height)
+                        : 1;
+        SLUICE_RETURN_IF_ERROR(
+            decoder->decode(raw.image, info, aug.crop, denom, window, o.max_pixels));
       } else {
         SLUICE_RETURN_IF_ERROR(decoder->decode_full(raw.image, info, window, o.max_pixels));
         window->crop_x = aug.crop.x;
@@ -291,16 +336,20 @@ struct Pipeline::Impl {
       }
       t.done(1, static_cast<uint64_t>(window->width) * window->height * 3);
     }
+    if (marks) marks[2] = now_ns();
     StageTimer t(*augment_stage);
     SLUICE_RETURN_IF_ERROR(write_sample(*window, aug.flip, o.sample, dst, scratch));
     t.done(1, sample_bytes);
+    if (marks) marks[3] = now_ns();
     return Status();
   }
 };
 
 // ---- Batch -----------------------------------------------------------------
 
-Batch::Batch(Batch&& other) noexcept { *this = std::move(other); }
+Batch::Batch(Batch&& other) noexcept {
+  *this = std::move(other);
+}
 
 Batch& Batch::operator=(Batch&& other) noexcept {
   if (this != &other) {
@@ -319,7 +368,9 @@ Batch& Batch::operator=(Batch&& other) noexcept {
   return *this;
 }
 
-Batch::~Batch() { release(); }
+Batch::~Batch() {
+  release();
+}
 
 void Batch::release() {
   if (owner_) owner_->release(slot_);
@@ -346,15 +397,19 @@ namespace {
 
 Status validate(const PipelineOptions& o) {
   if (o.batch_size < 1) return invalid_argument_error("batch_size must be at least 1");
-  if (o.sample.width < 1 || o.sample.height < 1 || o.sample.width > 16384 || o.sample.height > 16384) {
+  if (o.sample.width < 1 || o.sample.height < 1 || o.sample.width > 16384 ||
+      o.sample.height > 16384) {
     return invalid_argument_error("image size must be within 1..16384");
   }
   if (o.world_size < 1) return invalid_argument_error("world_size must be at least 1");
   if (o.rank < 0 || o.rank >= o.world_size) {
-    return invalid_argument_error(fmt::format("rank {} is outside 0..{}", o.rank, o.world_size - 1));
+    return invalid_argument_error(
+        fmt::format("rank {} is outside 0..{}", o.rank, o.world_size - 1));
   }
-  if (o.workers < 0 || o.workers > 1024) return invalid_argument_error("workers must be within 0..1024");
-  if (o.prefetch < 0 || o.prefetch > 1024) return invalid_argument_error("prefetch must be within 0..1024");
+  if (o.workers < 0 || o.workers > 1024)
+    return invalid_argument_error("workers must be within 0..1024");
+  if (o.prefetch < 0 || o.prefetch > 1024)
+    return invalid_argument_error("prefetch must be within 0..1024");
   if (o.keys.image.empty() && o.keys.label != FeatureKeys{}.label) {
     return invalid_argument_error("label_key needs image_key (without it the keys are detected)");
   }
@@ -388,17 +443,20 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(const PipelineOptions& option
     uint64_t room = options.memory_budget > scratch ? options.memory_budget - scratch : 0;
     uint64_t fit = room / m.slot_bytes;
     if (fit < 2) {
-      return invalid_argument_error(fmt::format(
-          "memory budget of {} MB is too small: two batch slots of {} MB plus {} MB of worker scratch "
-          "need {} MB (raise the budget, or lower batch size or image size)",
-          options.memory_budget >> 20, m.slot_bytes >> 20, scratch >> 20, (2 * m.slot_bytes + scratch) >> 20));
+      return invalid_argument_error(
+          fmt::format("memory budget of {} MB is too small: two batch slots of {} MB plus {} MB of "
+                      "worker scratch "
+                      "need {} MB (raise the budget, or lower batch size or image size)",
+                      options.memory_budget >> 20, m.slot_bytes >> 20, scratch >> 20,
+                      (2 * m.slot_bytes + scratch) >> 20));
     }
     // Two batches per worker hide the jitter of single slow samples; more
     // only adds memory.
     m.prefetch = static_cast<int>(std::min<uint64_t>(fit, std::max(2, 2 * m.workers)));
-    m.tuning = fmt::format("workers {} ({}), prefetch {} (of {} slots of {:.1f} MB that fit the {} MB budget)",
-                           m.workers, options.workers > 0 ? "set" : "one per core", m.prefetch, fit,
-                           m.slot_bytes / 1e6, options.memory_budget >> 20);
+    m.tuning = fmt::format(
+        "workers {} ({}), prefetch {} (of {} slots of {:.1f} MB that fit the {} MB budget)",
+        m.workers, options.workers > 0 ? "set" : "one per core", m.prefetch, fit,
+        m.slot_bytes / 1e6, options.memory_budget >> 20);
   }
   m.slots.resize(static_cast<size_t>(m.prefetch));
   for (Slot& s : m.slots) {
@@ -429,9 +487,15 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(const PipelineOptions& option
   return std::unique_ptr<Pipeline>(new Pipeline(std::move(impl)));
 }
 
-uint64_t Pipeline::records() const { return impl_->source->size(); }
-const std::vector<std::string>& Pipeline::classes() const { return impl_->source->classes(); }
-const PipelineOptions& Pipeline::options() const { return impl_->o; }
+uint64_t Pipeline::records() const {
+  return impl_->source->size();
+}
+const std::vector<std::string>& Pipeline::classes() const {
+  return impl_->source->classes();
+}
+const PipelineOptions& Pipeline::options() const {
+  return impl_->o;
+}
 
 uint64_t Pipeline::samples_per_epoch() const {
   std::lock_guard lock(impl_->mu);
@@ -444,7 +508,9 @@ uint64_t Pipeline::batches_per_epoch() const {
   return impl_->batches;
 }
 
-Status Pipeline::set_epoch(uint64_t epoch) { return restore({epoch, 0}); }
+Status Pipeline::set_epoch(uint64_t epoch) {
+  return restore({epoch, 0});
+}
 
 Status Pipeline::restore(const PipelineState& state) {
   std::unique_lock lock(impl_->mu);
@@ -452,6 +518,12 @@ Status Pipeline::restore(const PipelineState& state) {
     // batches per epoch do not change between epochs
     return invalid_argument_error(fmt::format("state says {} batches consumed, an epoch has {}",
                                               state.batches, impl_->batches));
+  }
+  // Already there (a restore right after create, or a set_epoch of the
+  // epoch just started): keep the work in flight instead of redoing it.
+  if (impl_->plan && state.epoch == impl_->epoch && state.batches == impl_->next_hand &&
+      impl_->fatal.ok()) {
+    return Status();
   }
   impl_->reset(lock, state.epoch, state.batches);
   return Status();
@@ -472,7 +544,8 @@ Result<Batch> Pipeline::next() {
   auto it = m.batch_slot.find(m.next_hand);
   if (it == m.batch_slot.end()) {
     return failed_precondition_error(fmt::format(
-        "all {} batch slots are held by the caller: release batches before asking for more", m.prefetch));
+        "all {} batch slots are held by the caller: release batches before asking for more",
+        m.prefetch));
   }
   Slot& slot = m.slots[static_cast<size_t>(it->second)];
   uint64_t t0 = now_ns();
@@ -480,6 +553,7 @@ Result<Batch> Pipeline::next() {
   uint64_t waited = now_ns() - t0;
   m.consumer_wait_ns += waited;
   m.window_wait_ns += waited;
+  if (m.o.trace) m.add_span(-1, "wait for batch", t0, t0 + waited, m.next_hand);
   m.batch_stage->add_wait(waited);
   m.autotune(now_ns());
   if (!m.fatal.ok()) return m.fatal;
@@ -488,7 +562,8 @@ Result<Batch> Pipeline::next() {
   for (size_t i = 0; i < slot.size; ++i) {
     if (!slot.valid[i]) continue;
     if (n != i) {
-      std::memmove(slot.data.get() + n * m.sample_bytes, slot.data.get() + i * m.sample_bytes, m.sample_bytes);
+      std::memmove(slot.data.get() + n * m.sample_bytes, slot.data.get() + i * m.sample_bytes,
+                   m.sample_bytes);
       slot.labels[n] = slot.labels[i];
       slot.ids[n] = slot.ids[i];
     }
@@ -534,6 +609,11 @@ PipelineStats Pipeline::stats() const {
   s.slot_bytes = impl_->slot_bytes;
   s.tuning = impl_->tuning;
   return s;
+}
+
+std::vector<TraceSpan> Pipeline::trace() const {
+  std::lock_guard lock(impl_->mu);
+  return {impl_->spans.begin(), impl_->spans.end()};
 }
 
 std::vector<SampleEvent> Pipeline::events() const {

@@ -261,6 +261,20 @@ class CliTest(unittest.TestCase):
         records = list(tfrecord_py.read_records(os.path.join(self.tmp, "tb", events[0])))
         self.assertGreaterEqual(len(records), 2)  # file_version + at least the total
 
+    def test_bench_trace(self):
+        out = self.fresh("bt")
+        self.convert(out)
+        trace = os.path.join(self.tmp, "trace.json")
+        run("bench", out, "--batch", "16", "--size", "32", "--workers", "2", "--trace", trace, "-q", check=0)
+        events = json.loads(slurp(trace))["traceEvents"]
+        spans = [e for e in events if e["ph"] == "X"]
+        names = {e["name"] for e in spans}
+        self.assertTrue({"read", "decode", "augment"} <= names)
+        self.assertEqual(len([e for e in spans if e["name"] == "decode"]), 48)  # every sample of 3 batches
+        self.assertTrue({e["tid"] for e in spans if e["name"] == "decode"} <= {0, 1})
+        self.assertTrue(all(e["dur"] >= 0 and e["ts"] >= 0 for e in spans))
+        self.assertIn("consumer", [e["args"]["name"] for e in events if e["ph"] == "M"])
+
     def test_bench_bad_options(self):
         out = self.fresh("bo")
         self.convert(out)
