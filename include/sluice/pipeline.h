@@ -21,7 +21,8 @@
 // (4 bytes per record) and the record index grow with the dataset.
 //
 // Ownership: a Batch views memory in one ring slot and gives the slot back
-// when destroyed (or release()d). At most `prefetch` batches can be held at
+// when destroyed (or release()d); every Batch must be gone before its
+// Pipeline is destroyed (the Python module enforces this by reference). At most `prefetch` batches can be held at
 // once; next() with every slot held fails with kFailedPrecondition rather
 // than wait forever.
 //
@@ -175,6 +176,7 @@ struct PipelineStats {
   int workers = 0;         // threads started
   int active_workers = 0;  // of those, allowed to work now (autotune)
   int prefetch = 0;
+  int ready_batches = 0;  // prepared and waiting for the consumer (queue depth)
   uint64_t slot_bytes = 0;
   // How the engine settled workers and prefetch, in words.
   std::string tuning;

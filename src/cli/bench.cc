@@ -36,7 +36,7 @@ struct BenchCli {
   int64_t max_batches = -1;
   bool pad = false;
   bool digest = false, ceiling = false, ablation = false, quiet = false;
-  std::string json_file, logdir, state_in, state_out, raw_dir, trace_file;
+  std::string json_file, logdir, state_in, state_out, raw_dir, trace_file, status_file;
 };
 
 // A 64-bit digest of a batch: two CRC32Cs (different seeds) over the image
@@ -103,9 +103,55 @@ Result<PipelineState> read_state(const std::string& path) {
   return PipelineState{j["epoch"].get<uint64_t>(), j["batches"].get<uint64_t>()};
 }
 
+// The live status `sluice top` shows, replaced twice a second (written
+// beside and renamed, so a reader never sees half a file).
+void write_status(const std::string& path, const json& status) {
+  if (path.empty()) return;
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::trunc);
+    f << status.dump() << "\n";
+  }
+  std::rename(tmp.c_str(), path.c_str());
+}
+
+json status_json(const PipelineStats& s, double wall, double recent_rate, uint64_t images,
+                 uint64_t batches, double cores, bool done) {
+  json stages = json::object();
+  VerdictInput in;
+  in.wall_seconds = wall;
+  in.consumer_wait_seconds = s.consumer_wait_seconds;
+  in.workers = s.workers;
+  for (const StageSnapshot& st : s.stages) {
+    if (st.name == "batch" || st.name == "idle") continue;
+    stages[st.name] = wall > 0 ? st.busy_ns / 1e9 / (wall * s.workers) : 0;
+    in.stages.push_back(st);
+  }
+  auto proc = sample_process();
+  return {
+      {"time",
+       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()},
+      {"seconds", wall},
+      {"images_per_second", recent_rate},
+      {"images", images},
+      {"batches", batches},
+      {"consumer_wait_share", wall > 0 ? s.consumer_wait_seconds / wall : 0},
+      {"stages", stages},
+      {"workers", s.workers},
+      {"active_workers", s.active_workers},
+      {"prefetch", s.prefetch},
+      {"ready_batches", s.ready_batches},
+      {"bad_samples", s.bad_samples},
+      {"cpu_cores_busy", cores},
+      {"rss_bytes", proc.ok() ? proc->rss_bytes : 0},
+      {"verdict", bottleneck_verdict(in).text},
+      {"done", done}};
+}
+
 Result<RunResult> run_pipeline(const PipelineOptions& po, int epochs, int64_t max_batches,
                                std::optional<PipelineState> start, bool digest,
-                               TensorBoardWriter* tb, JsonLinesWriter* jsonl = nullptr) {
+                               TensorBoardWriter* tb, JsonLinesWriter* jsonl = nullptr,
+                               const std::string& status_path = "") {
   SLUICE_ASSIGN_OR_RETURN(auto pipe, Pipeline::create(po));
   RunResult r;
   PipelineState s = start.value_or(PipelineState{0, 0});
@@ -113,7 +159,8 @@ Result<RunResult> run_pipeline(const PipelineOptions& po, int epochs, int64_t ma
   auto cpu0 = sample_process();
   auto t0 = Clock::now();
   auto last_log = t0;
-  uint64_t images_at_log = 0;
+  auto last_status = t0;
+  uint64_t images_at_log = 0, images_at_status = 0;
   uint32_t all_lo = 0, all_hi = 0x9e3779b9u;
   for (uint64_t epoch = s.epoch; epoch < static_cast<uint64_t>(epochs); ++epoch) {
     if (epoch != s.epoch) SLUICE_RETURN_IF_ERROR(pipe->set_epoch(epoch));
@@ -134,6 +181,18 @@ Result<RunResult> run_pipeline(const PipelineOptions& po, int epochs, int64_t ma
         all_lo = crc32c_extend(all_lo, dv);
         all_hi = crc32c_extend(all_hi, dv);
         r.digest_any = true;
+      }
+      if (!status_path.empty() && Clock::now() - last_status > std::chrono::milliseconds(500)) {
+        double secs = std::chrono::duration<double>(Clock::now() - last_status).count();
+        double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+        auto cpu = sample_process();
+        double cores =
+            cpu.ok() && cpu0.ok() && wall > 0 ? (cpu->cpu_seconds - cpu0->cpu_seconds) / wall : 0;
+        write_status(status_path,
+                     status_json(pipe->stats(), wall, (r.images - images_at_status) / secs,
+                                 r.images, r.batches, cores, false));
+        images_at_status = r.images;
+        last_status = Clock::now();
       }
       if (tb && Clock::now() - last_log > std::chrono::seconds(1)) {
         double secs = std::chrono::duration<double>(Clock::now() - last_log).count();
@@ -172,6 +231,11 @@ Result<RunResult> run_pipeline(const PipelineOptions& po, int epochs, int64_t ma
   if (cpu0.ok() && cpu1.ok()) r.cpu_seconds = cpu1->cpu_seconds - cpu0->cpu_seconds;
   r.stats = pipe->stats();
   r.events = pipe->events();
+  if (!status_path.empty()) {
+    write_status(status_path,
+                 status_json(r.stats, r.seconds, r.seconds > 0 ? r.images / r.seconds : 0, r.images,
+                             r.batches, r.seconds > 0 ? r.cpu_seconds / r.seconds : 0, true));
+  }
   if (po.trace) r.spans = pipe->trace();
   r.state = pipe->state();
   r.digest_all = (uint64_t{all_hi} << 32) | all_lo;
@@ -334,7 +398,8 @@ int run(BenchCli& c) {
     if (!j.ok()) return report_error("bench", j.status());
     jsonl = std::move(j).value();
   }
-  auto r = run_pipeline(c.p, c.epochs, c.max_batches, start, c.digest, tb.get(), jsonl.get());
+  auto r = run_pipeline(c.p, c.epochs, c.max_batches, start, c.digest, tb.get(), jsonl.get(),
+                        c.status_file);
   if (!r.ok()) return report_error("bench", r.status());
   if (c.digest && r->digest_any)
     std::printf("digest all %016llx\n", static_cast<unsigned long long>(r->digest_all));
@@ -433,6 +498,8 @@ void register_bench(CLI::App& app, int* exit_code) {
   sub->add_flag("--digest", c->digest, "Print a digest per batch and of all batches");
   sub->add_option("--state-in", c->state_in, "Start from a saved pipeline state");
   sub->add_option("--state-out", c->state_out, "Write the pipeline state at the end");
+  sub->add_option("--status", c->status_file,
+                  "Keep a live status file for `sluice top` (twice a second)");
   sub->add_option("--trace", c->trace_file,
                   "Write a Chrome/Perfetto trace: a track per worker, a span per sample stage");
   sub->add_flag("--ceiling", c->ceiling, "Also time the full-decode ceiling and the plan floor");

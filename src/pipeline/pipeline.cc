@@ -606,6 +606,7 @@ PipelineStats Pipeline::stats() const {
   s.workers = impl_->workers;
   s.active_workers = impl_->active;
   s.prefetch = impl_->prefetch;
+  for (const Slot& slot : impl_->slots) s.ready_batches += slot.state == SlotState::kReady;
   s.slot_bytes = impl_->slot_bytes;
   s.tuning = impl_->tuning;
   return s;

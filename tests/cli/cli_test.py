@@ -275,6 +275,37 @@ class CliTest(unittest.TestCase):
         self.assertTrue(all(e["dur"] >= 0 and e["ts"] >= 0 for e in spans))
         self.assertIn("consumer", [e["args"]["name"] for e in events if e["ph"] == "M"])
 
+    def test_top_in_tmux(self):
+        out = self.fresh("tp")
+        self.convert(out)
+        status = os.path.join(self.tmp, "status.json")
+        bench = subprocess.Popen([SLUICE, "bench", out, "--batch", "4", "--size", "64", "--epochs", "400",
+                                  "--workers", "1", "--status", status, "-q"], stdout=subprocess.DEVNULL)
+        session = f"sluice-top-{os.getpid()}"
+        try:
+            subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "100", "-y", "30",
+                            f"{SLUICE} top {status} --interval 0.2; sleep 30"], check=True)
+            screen = ""
+            for _ in range(50):
+                time.sleep(0.2)
+                screen = subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True,
+                                        text=True).stdout
+                if "decode" in screen:
+                    break
+            self.assertIn("sluice top", screen)
+            self.assertRegex(screen, r"throughput\s+\d+ images/s")
+            self.assertRegex(screen, r"decode\s+\d+ %")
+            self.assertIn("verdict", screen)
+            self.assertEqual(screen.count("sluice top"), 1)  # redrawn in place, not scrolled
+        finally:
+            bench.kill()
+            bench.wait()
+            subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+        p = run("top", status, "--once", check=0)
+        self.assertIn("throughput", p.stdout)
+        self.assertIn("no status file", run("top", os.path.join(self.tmp, "none.json"), "--wait", "0.2",
+                                            check=1).stderr)
+
     def test_bench_bad_options(self):
         out = self.fresh("bo")
         self.convert(out)
