@@ -52,7 +52,8 @@ void check(const Status& s) {
 // Python value -> the option's text form.
 std::string option_text(const std::string& name, const py::handle& v) {
   if (py::isinstance<py::bool_>(v)) return v.cast<bool>() ? "true" : "false";
-  if (py::isinstance<py::int_>(v) || py::isinstance<py::float_>(v)) return py::str(v).cast<std::string>();
+  if (py::isinstance<py::int_>(v) || py::isinstance<py::float_>(v))
+    return py::str(v).cast<std::string>();
   if (py::isinstance<py::str>(v)) return v.cast<std::string>();
   if (py::isinstance<py::sequence>(v)) {
     std::string out;
@@ -83,7 +84,8 @@ class PyPipeline;
 // DLPack tensor or NumPy view made from it keeps it alive.
 class PyBatch {
  public:
-  PyBatch(std::shared_ptr<Pipeline> owner, Batch b) : owner_(std::move(owner)), batch_(std::move(b)) {
+  PyBatch(std::shared_ptr<Pipeline> owner, Batch b)
+      : owner_(std::move(owner)), batch_(std::move(b)) {
     const SampleSpec& s = batch_.spec();
     int64_t n = static_cast<int64_t>(batch_.size());
     shape_ = s.layout == Layout::kNCHW ? std::vector<int64_t>{n, 3, s.height, s.width}
@@ -96,7 +98,8 @@ class PyBatch {
     released_ = true;
   }
   void check_alive() const {
-    if (released_) throw py::value_error("this batch was released: its memory went back to the ring");
+    if (released_)
+      throw py::value_error("this batch was released: its memory went back to the ring");
   }
   const Batch& batch() const { return batch_; }
   const std::vector<int64_t>& shape() const { return shape_; }
@@ -170,7 +173,8 @@ py::array to_numpy(py::object self) {
     case DType::kFloat32: dt = py::dtype::of<float>(); break;
     case DType::kFloat16: dt = py::dtype("float16"); break;
     case DType::kBFloat16:
-      throw py::type_error("NumPy has no bfloat16: use torch.from_dlpack(batch) or dtype='float16'");
+      throw py::type_error(
+          "NumPy has no bfloat16: use torch.from_dlpack(batch) or dtype='float16'");
   }
   // The array's base is the batch: the slot stays held while the array lives.
   return py::array(dt, b.shape(), {}, b.batch().data(), self);
@@ -192,12 +196,15 @@ class PyPipeline {
       if (value.is_none()) continue;
       if (name == "device") {
         std::string d = value.cast<std::string>();
-        if (d != "cpu") throw py::value_error("device: '" + d + "' needs the CUDA build of sluice; this one has cpu only");
+        if (d != "cpu")
+          throw py::value_error("device: '" + d +
+                                "' needs the CUDA build of sluice; this one has cpu only");
         continue;
       }
       bool known = false;
       for (const OptionSpec& spec : pipeline_option_specs()) known |= spec.name == name;
-      if (!known) throw py::type_error("Pipeline() got an unexpected keyword argument '" + name + "'");
+      if (!known)
+        throw py::type_error("Pipeline() got an unexpected keyword argument '" + name + "'");
       Status s = apply_pipeline_option(name, option_text(name, value), &o);
       if (!s.ok()) throw py::value_error(std::string(s.message()));
     }
@@ -244,7 +251,8 @@ class PyPipeline {
       return pipe_->next();
     }();
     if (b.status().code() == StatusCode::kOutOfRange) throw py::stop_iteration();
-    py::object batch = py::cast(new PyBatch(pipe_, take(std::move(b))), py::return_value_policy::take_ownership);
+    py::object batch =
+        py::cast(new PyBatch(pipe_, take(std::move(b))), py::return_value_policy::take_ownership);
     py::object labels = batch.attr("labels");
     return py::make_tuple(batch, labels);
   }
@@ -259,7 +267,8 @@ class PyPipeline {
 
   void load_state_dict(const py::dict& d) {
     if (!d.contains("epoch") || !d.contains("batches")) {
-      throw py::value_error("state: expected a dict with 'epoch' and 'batches' (from state_dict())");
+      throw py::value_error(
+          "state: expected a dict with 'epoch' and 'batches' (from state_dict())");
     }
     PipelineState s{d["epoch"].cast<uint64_t>(), d["batches"].cast<uint64_t>()};
     Status st;
@@ -326,7 +335,8 @@ std::string pipeline_doc() {
        "when the batch and every view of it are dropped.\n\n"
        "Options (the same as `sluice bench`):\n";
   for (const OptionSpec& s : pipeline_option_specs()) {
-    d << "  " << s.name << " = " << (s.default_value.empty() ? "''" : s.default_value) << ": " << s.help << "\n";
+    d << "  " << s.name << " = " << (s.default_value.empty() ? "''" : s.default_value) << ": "
+      << s.help << "\n";
   }
   d << "  device = cpu: where batches arrive (cuda needs the CUDA build)\n";
   return d.str();
@@ -336,20 +346,34 @@ py::dict convert(const std::string& src, const std::string& out, const py::kwarg
   ConvertOptions o;
   for (const auto& [key, value] : kwargs) {
     std::string k = key.cast<std::string>();
-    if (k == "split") o.split = value.cast<std::string>();
-    else if (k == "shards") o.shards = value.cast<int>();
-    else if (k == "shard_size_mb") o.shard_bytes = static_cast<uint64_t>(value.cast<double>() * 1024 * 1024);
-    else if (k == "compression") o.compression = take(parse_compression(value.cast<std::string>()));
-    else if (k == "workers") o.workers = value.cast<int>();
-    else if (k == "max_side") o.max_side = value.cast<int>();
-    else if (k == "quality") o.quality = value.cast<int>();
-    else if (k == "on_error") o.on_error = take(parse_error_policy(value.cast<std::string>()));
-    else if (k == "shuffle") o.shuffle = value.cast<bool>();
-    else if (k == "seed") o.seed = value.cast<uint64_t>();
-    else if (k == "check") o.check_decode = value.cast<std::string>() == "decode";
-    else if (k == "rewrite_progressive") o.rewrite_progressive = value.cast<bool>();
-    else if (k == "classes") o.classes = value.cast<std::vector<std::string>>();
-    else throw py::type_error("convert() got an unexpected keyword argument '" + k + "'");
+    if (k == "split")
+      o.split = value.cast<std::string>();
+    else if (k == "shards")
+      o.shards = value.cast<int>();
+    else if (k == "shard_size_mb")
+      o.shard_bytes = static_cast<uint64_t>(value.cast<double>() * 1024 * 1024);
+    else if (k == "compression")
+      o.compression = take(parse_compression(value.cast<std::string>()));
+    else if (k == "workers")
+      o.workers = value.cast<int>();
+    else if (k == "max_side")
+      o.max_side = value.cast<int>();
+    else if (k == "quality")
+      o.quality = value.cast<int>();
+    else if (k == "on_error")
+      o.on_error = take(parse_error_policy(value.cast<std::string>()));
+    else if (k == "shuffle")
+      o.shuffle = value.cast<bool>();
+    else if (k == "seed")
+      o.seed = value.cast<uint64_t>();
+    else if (k == "check")
+      o.check_decode = value.cast<std::string>() == "decode";
+    else if (k == "rewrite_progressive")
+      o.rewrite_progressive = value.cast<bool>();
+    else if (k == "classes")
+      o.classes = value.cast<std::vector<std::string>>();
+    else
+      throw py::type_error("convert() got an unexpected keyword argument '" + k + "'");
   }
   o.command = "sluice.convert(" + src + ", " + out + ")";
   Result<ConvertReport> r = [&] {
@@ -374,8 +398,9 @@ py::dict convert(const std::string& src, const std::string& out, const py::kwarg
 }
 
 py::object inspect_paths(const py::object& paths, bool verify) {
-  std::vector<std::string> list = py::isinstance<py::str>(paths) ? std::vector<std::string>{paths.cast<std::string>()}
-                                                                 : paths.cast<std::vector<std::string>>();
+  std::vector<std::string> list = py::isinstance<py::str>(paths)
+                                      ? std::vector<std::string>{paths.cast<std::string>()}
+                                      : paths.cast<std::vector<std::string>>();
   InspectOptions o;
   o.verify = verify;
   Result<InspectReport> r = [&] {
@@ -394,18 +419,24 @@ PYBIND11_MODULE(_sluice, m) {
   m.doc() = "sluice: keeps GPUs fed. The C++ input pipeline, convert and inspect.";
   static py::exception<void> data_error(m, "DataError", PyExc_RuntimeError);
   g_data_error = data_error.ptr();
-  m.attr("DataError").attr("__doc__") = "Corrupt or truncated data: the message names the file, offset and reason.";
+  m.attr("DataError").attr("__doc__") =
+      "Corrupt or truncated data: the message names the file, offset and reason.";
 
   py::class_<PyBatch>(m, "Batch", "One batch of images in a ring slot (see Pipeline).")
-      .def("__dlpack__", &to_dlpack, py::arg("stream") = py::none(), "A DLPack capsule sharing this batch's memory.")
-      .def("__dlpack_device__", [](const PyBatch&) { return py::make_tuple(static_cast<int>(kDLCPU), 0); })
+      .def("__dlpack__", &to_dlpack, py::arg("stream") = py::none(),
+           "A DLPack capsule sharing this batch's memory.")
+      .def("__dlpack_device__",
+           [](const PyBatch&) { return py::make_tuple(static_cast<int>(kDLCPU), 0); })
       .def("numpy", &to_numpy, "A NumPy view of the images (no copy; keeps the batch alive).")
-      .def("release", &PyBatch::release, "Return the memory to the ring now; views must not be used after.")
+      .def("release", &PyBatch::release,
+           "Return the memory to the ring now; views must not be used after.")
       .def("__len__", [](const PyBatch& b) { return b.batch().size(); })
-      .def_property_readonly("shape", [](const PyBatch& b) { return py::tuple(py::cast(b.shape())); })
+      .def_property_readonly("shape",
+                             [](const PyBatch& b) { return py::tuple(py::cast(b.shape())); })
       .def_property_readonly("dtype", &PyBatch::dtype)
       .def_property_readonly("labels", &PyBatch::labels, "int64 labels (a copy)")
-      .def_property_readonly("sample_ids", &PyBatch::sample_ids, "record ids of the samples (a copy)")
+      .def_property_readonly("sample_ids", &PyBatch::sample_ids,
+                             "record ids of the samples (a copy)")
       .def_property_readonly("epoch", [](const PyBatch& b) { return b.batch().epoch(); })
       .def_property_readonly("index", [](const PyBatch& b) { return b.batch().index(); });
 
@@ -414,21 +445,27 @@ PYBIND11_MODULE(_sluice, m) {
       .def("__len__", &PyPipeline::len, "Batches per epoch for this rank.")
       .def("__iter__", &PyPipeline::iter, py::return_value_policy::reference_internal)
       .def("__next__", &PyPipeline::next)
-      .def("set_epoch", &PyPipeline::set_epoch, py::arg("epoch"), "Start `epoch` from its first batch.")
-      .def("state_dict", &PyPipeline::state_dict, "{'epoch': E, 'batches': B}: where the epoch stands.")
+      .def("set_epoch", &PyPipeline::set_epoch, py::arg("epoch"),
+           "Start `epoch` from its first batch.")
+      .def("state_dict", &PyPipeline::state_dict,
+           "{'epoch': E, 'batches': B}: where the epoch stands.")
       .def("load_state_dict", &PyPipeline::load_state_dict, py::arg("state"),
            "Continue exactly where a state_dict() left off.")
-      .def("stats", &PyPipeline::stats, "Per-stage figures, the engine's tuning and the bottleneck verdict.")
+      .def("stats", &PyPipeline::stats,
+           "Per-stage figures, the engine's tuning and the bottleneck verdict.")
       .def_property_readonly("records", &PyPipeline::records)
       .def_property_readonly("classes", &PyPipeline::classes);
 
   m.def("convert", &convert, py::arg("src"), py::arg("out"),
-        "convert(src, out, split='train', shards=0, shard_size_mb=128, compression='none', workers=0,\n"
+        "convert(src, out, split='train', shards=0, shard_size_mb=128, compression='none', "
+        "workers=0,\n"
         "        max_side=0, quality=90, on_error='fail', shuffle=True, seed=0, check='decode',\n"
         "        rewrite_progressive=False, classes=None) -> dict\n"
-        "Converts an ImageFolder tree or a path,label list into TFRecord shards (as `sluice convert`).");
-  m.def("inspect", &inspect_paths, py::arg("paths"), py::arg("verify") = false,
-        "inspect(paths, verify=False) -> dict: what record files hold (as `sluice inspect --json`).");
+        "Converts an ImageFolder tree or a path,label list into TFRecord shards (as `sluice "
+        "convert`).");
+  m.def(
+      "inspect", &inspect_paths, py::arg("paths"), py::arg("verify") = false,
+      "inspect(paths, verify=False) -> dict: what record files hold (as `sluice inspect --json`).");
   std::vector<std::string> names;
   for (const sluice::OptionSpec& s : sluice::pipeline_option_specs()) names.push_back(s.name);
   m.attr("PIPELINE_OPTIONS") = names;

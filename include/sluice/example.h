@@ -87,10 +87,10 @@ std::string encode_event(const Event& event);
 struct FeatureView {
   bool found = false;
   Feature::Kind kind = Feature::Kind::kNone;
-  size_t count = 0;                // values in the list
-  std::string_view first_bytes;    // kBytes: the first value
-  int64_t first_int64 = 0;         // kInt64: the first value
-  float first_float = 0;           // kFloat: the first value
+  size_t count = 0;              // values in the list
+  std::string_view first_bytes;  // kBytes: the first value
+  int64_t first_int64 = 0;       // kInt64: the first value
+  float first_float = 0;         // kFloat: the first value
 };
 
 // Finds `keys` in the serialized Example `data` and fills `out` (same

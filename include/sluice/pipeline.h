@@ -22,9 +22,9 @@
 //
 // Ownership: a Batch views memory in one ring slot and gives the slot back
 // when destroyed (or release()d); every Batch must be gone before its
-// Pipeline is destroyed (the Python module enforces this by reference). At most `prefetch` batches can be held at
-// once; next() with every slot held fails with kFailedPrecondition rather
-// than wait forever.
+// Pipeline is destroyed (the Python module enforces this by reference). At most `prefetch` batches
+// can be held at once; next() with every slot held fails with kFailedPrecondition rather than wait
+// forever.
 //
 // Thread safety: one consumer thread calls next()/set_epoch()/restore();
 // stats() and events() may be called from any thread. Workers are internal.

@@ -28,6 +28,7 @@ const std::vector<OptionSpec>& pipeline_option_specs();
 
 // Applies name=value pairs (Python keywords); an unknown name is
 // kNotFound, a bad value kInvalidArgument naming the option.
-Status apply_pipeline_option(std::string_view name, std::string_view value, PipelineOptions* options);
+Status apply_pipeline_option(std::string_view name, std::string_view value,
+                             PipelineOptions* options);
 
 }  // namespace sluice

@@ -127,8 +127,9 @@ void register_convert(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   sub->add_option("--quality", o.quality, "JPEG quality for re-encoded images")
       ->capture_default_str();
-  sub->add_flag("--rewrite-progressive", o.rewrite_progressive,
-                "Rewrite progressive JPEGs losslessly as sequential (same pixels, cheaper decodes)");
+  sub->add_flag(
+      "--rewrite-progressive", o.rewrite_progressive,
+      "Rewrite progressive JPEGs losslessly as sequential (same pixels, cheaper decodes)");
   sub->add_option("--on-error", c->on_error,
                   "Bad image: fail (stop) | skip (list in summary) | warn (and print now)")
       ->capture_default_str();

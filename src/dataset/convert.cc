@@ -98,7 +98,8 @@ Prepared prepare(const SourceItem& item, const std::vector<std::string>& classes
     channels = 3;
     p.resized = true;
   }
-  if (!p.resized && options.rewrite_progressive && format == ImageFormat::kJpeg && info->progressive) {
+  if (!p.resized && options.rewrite_progressive && format == ImageFormat::kJpeg &&
+      info->progressive) {
     auto sequential = transcode_jpeg_baseline(encoded, options.max_pixels);
     if (!sequential.ok()) {
       p.status = sequential.status().with_prefix(item.path);

@@ -404,7 +404,8 @@ Result<std::string> transcode_jpeg_baseline(std::string_view bytes, uint64_t max
   const bool ok = run_transcode(&job);
   std::string encoded;
   if (ok) {
-    encoded.assign(reinterpret_cast<const char*>(job.dest.buffer), job.dest.capacity - job.dest.pub.free_in_buffer);
+    encoded.assign(reinterpret_cast<const char*>(job.dest.buffer),
+                   job.dest.capacity - job.dest.pub.free_in_buffer);
   }
   std::free(job.dest.buffer);
   if (!ok) {

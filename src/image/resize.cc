@@ -54,7 +54,8 @@ namespace detail {
 
 Status resize_rgb8(const uint8_t* src, int src_width, int src_height, int x, int y, int w, int h,
                    uint8_t* dst, int out_w, int out_h) {
-  if (x < 0 || y < 0 || w < 1 || h < 1 || x + w > src_width || y + h > src_height || out_w < 1 || out_h < 1) {
+  if (x < 0 || y < 0 || w < 1 || h < 1 || x + w > src_width || y + h > src_height || out_w < 1 ||
+      out_h < 1) {
     return invalid_argument_error("resize rectangle outside the image");
   }
   keep_opencv_single_threaded();

@@ -415,7 +415,8 @@ void fill_lut(const SampleSpec& spec, Lut<T>* lut) {
 // Writes the 8-bit interleaved image `rgb` (w x h) through the table, in
 // the spec's layout, mirrored if `flip`. Each output value written once.
 template <typename T>
-void emit_lut(const uint8_t* rgb, int w, int h, bool flip, Layout layout, const Lut<T>& lut, void* dst) {
+void emit_lut(const uint8_t* rgb, int w, int h, bool flip, Layout layout, const Lut<T>& lut,
+              void* dst) {
   T* out = static_cast<T*>(dst);
   const size_t plane = static_cast<size_t>(w) * h;
   for (int y = 0; y < h; ++y) {
@@ -460,14 +461,16 @@ Status write_sample(const DecodedWindow& src, bool flip, const SampleSpec& spec,
   // Whole-pixel rectangle nearest to the fractional one, inside the window.
   int x0 = std::clamp(static_cast<int>(std::lround(src.crop_x)), 0, src.width - 1);
   int y0 = std::clamp(static_cast<int>(std::lround(src.crop_y)), 0, src.height - 1);
-  int x1 = std::clamp(static_cast<int>(std::lround(src.crop_x + src.crop_width)), x0 + 1, src.width);
-  int y1 = std::clamp(static_cast<int>(std::lround(src.crop_y + src.crop_height)), y0 + 1, src.height);
+  int x1 =
+      std::clamp(static_cast<int>(std::lround(src.crop_x + src.crop_width)), x0 + 1, src.width);
+  int y1 =
+      std::clamp(static_cast<int>(std::lround(src.crop_y + src.crop_height)), y0 + 1, src.height);
   const size_t bytes = static_cast<size_t>(spec.width) * spec.height * 3;
   const size_t floats = (bytes + sizeof(float) - 1) / sizeof(float);
   if (scratch->size() < floats) scratch->resize(floats);
   auto* resized = reinterpret_cast<uint8_t*>(scratch->data());
-  SLUICE_RETURN_IF_ERROR(detail::resize_rgb8(src.pixels.data(), src.width, src.height, x0, y0, x1 - x0,
-                                             y1 - y0, resized, spec.width, spec.height));
+  SLUICE_RETURN_IF_ERROR(detail::resize_rgb8(src.pixels.data(), src.width, src.height, x0, y0,
+                                             x1 - x0, y1 - y0, resized, spec.width, spec.height));
   switch (spec.dtype) {
     case DType::kUint8: emit_with<uint8_t>(spec, resized, flip, dst); break;
     case DType::kFloat32: emit_with<float>(spec, resized, flip, dst); break;

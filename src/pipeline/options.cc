@@ -26,7 +26,8 @@ Status parse_bool(std::string_view name, std::string_view v, bool* out) {
   } else if (v == "false" || v == "False" || v == "0") {
     *out = false;
   } else {
-    return invalid_argument_error(std::string(name) + ": expected true or false, got '" + std::string(v) + "'");
+    return invalid_argument_error(std::string(name) + ": expected true or false, got '" +
+                                  std::string(v) + "'");
   }
   return Status();
 }
@@ -49,7 +50,8 @@ Status parse_triple(std::string_view name, std::string_view v, float* out) {
   float x[3];
   std::string rest;
   if (!(in >> x[0] >> x[1] >> x[2]) || (in >> rest)) {
-    return invalid_argument_error(std::string(name) + ": expected three numbers (R, G, B), got '" + std::string(v) + "'");
+    return invalid_argument_error(std::string(name) + ": expected three numbers (R, G, B), got '" +
+                                  std::string(v) + "'");
   }
   for (int i = 0; i < 3; ++i) out[i] = x[i];
   return Status();
@@ -57,7 +59,9 @@ Status parse_triple(std::string_view name, std::string_view v, float* out) {
 
 template <typename Enum>
 Status parse_enum(std::string_view name, Result<Enum> parsed, Enum* out) {
-  if (!parsed.ok()) return invalid_argument_error(std::string(name) + ": " + std::string(parsed.status().message()));
+  if (!parsed.ok())
+    return invalid_argument_error(std::string(name) + ": " +
+                                  std::string(parsed.status().message()));
   *out = *parsed;
   return Status();
 }
@@ -74,68 +78,96 @@ std::vector<OptionSpec> build() {
   std::vector<OptionSpec> s;
   auto add = [&](std::string name, std::string flag, std::string def, std::string help,
                  std::function<Status(std::string_view, O*)> set) {
-    s.push_back({std::move(name), std::move(flag), std::move(def), std::move(help), std::move(set)});
+    s.push_back(
+        {std::move(name), std::move(flag), std::move(def), std::move(help), std::move(set)});
   };
-  add("split", "--split", "train", "split of a dataset folder",
-      [](std::string_view v, O* o) { o->split = std::string(v); return Status(); });
+  add("split", "--split", "train", "split of a dataset folder", [](std::string_view v, O* o) {
+    o->split = std::string(v);
+    return Status();
+  });
   add("batch_size", "--batch", "256", "samples per batch", [](std::string_view v, O* o) {
     return parse_number<int>("batch_size", v, 1, 1 << 20, &o->batch_size);
   });
-  add("image_size", "--size", "224", "output side in pixels (square)", [](std::string_view v, O* o) {
-    int n = 0;
-    SLUICE_RETURN_IF_ERROR(parse_number<int>("image_size", v, 1, 16384, &n));
-    o->sample.width = o->sample.height = n;
-    return Status();
-  });
+  add("image_size", "--size", "224", "output side in pixels (square)",
+      [](std::string_view v, O* o) {
+        int n = 0;
+        SLUICE_RETURN_IF_ERROR(parse_number<int>("image_size", v, 1, 16384, &n));
+        o->sample.width = o->sample.height = n;
+        return Status();
+      });
   add("augment", "--augment", "train",
-      "train (RandomResizedCrop + horizontal flip) | eval (resize to size/0.875, centre crop) | resize",
-      [](std::string_view v, O* o) { return parse_enum("augment", parse_augment(v), &o->augment); });
+      "train (RandomResizedCrop + horizontal flip) | eval (resize to size/0.875, centre crop) | "
+      "resize",
+      [](std::string_view v, O* o) {
+        return parse_enum("augment", parse_augment(v), &o->augment);
+      });
   add("order", "--order", "global", "global | quasi | buffer | none",
       [](std::string_view v, O* o) { return parse_enum("order", parse_order(v), &o->order); });
   add("dtype", "--dtype", "float32", "uint8 | float32 | float16 | bfloat16",
-      [](std::string_view v, O* o) { return parse_enum("dtype", parse_dtype(v), &o->sample.dtype); });
-  add("layout", "--layout", "NCHW", "NCHW | NHWC",
-      [](std::string_view v, O* o) { return parse_enum("layout", parse_layout(v), &o->sample.layout); });
+      [](std::string_view v, O* o) {
+        return parse_enum("dtype", parse_dtype(v), &o->sample.dtype);
+      });
+  add("layout", "--layout", "NCHW", "NCHW | NHWC", [](std::string_view v, O* o) {
+    return parse_enum("layout", parse_layout(v), &o->sample.layout);
+  });
   add("mean", "--mean", "0.485,0.456,0.406", "per-channel mean on the 0..1 scale",
       [](std::string_view v, O* o) { return parse_triple("mean", v, o->sample.mean); });
-  add("std", "--std", "0.229,0.224,0.225", "per-channel std on the 0..1 scale", [](std::string_view v, O* o) {
-    SLUICE_RETURN_IF_ERROR(parse_triple("std", v, o->sample.std));
-    for (float x : o->sample.std) {
-      if (!(x > 0)) return invalid_argument_error("std: every value must be positive");
-    }
-    return Status();
-  });
+  add("std", "--std", "0.229,0.224,0.225", "per-channel std on the 0..1 scale",
+      [](std::string_view v, O* o) {
+        SLUICE_RETURN_IF_ERROR(parse_triple("std", v, o->sample.std));
+        for (float x : o->sample.std) {
+          if (!(x > 0)) return invalid_argument_error("std: every value must be positive");
+        }
+        return Status();
+      });
   add("seed", "--seed", "0", "seed of the order and the augmentation",
-      [](std::string_view v, O* o) { return parse_number<uint64_t>("seed", v, 0, UINT64_MAX, &o->seed); });
+      [](std::string_view v, O* o) {
+        return parse_number<uint64_t>("seed", v, 0, UINT64_MAX, &o->seed);
+      });
   add("rank", "--rank", "0", "this process's rank",
       [](std::string_view v, O* o) { return parse_number<int>("rank", v, 0, 1 << 20, &o->rank); });
-  add("world_size", "--world-size", "1", "number of ranks",
-      [](std::string_view v, O* o) { return parse_number<int>("world_size", v, 1, 1 << 20, &o->world_size); });
-  add("drop_last", "--drop-last", "true", "drop the remainder (true) or pad by wrapping around (false)",
+  add("world_size", "--world-size", "1", "number of ranks", [](std::string_view v, O* o) {
+    return parse_number<int>("world_size", v, 1, 1 << 20, &o->world_size);
+  });
+  add("drop_last", "--drop-last", "true",
+      "drop the remainder (true) or pad by wrapping around (false)",
       [](std::string_view v, O* o) { return parse_bool("drop_last", v, &o->drop_last); });
   add("workers", "--workers", "auto", "worker threads, or auto",
       [](std::string_view v, O* o) { return parse_auto("workers", v, &o->workers); });
-  add("prefetch", "--prefetch", "auto", "batch slots in flight, or auto (as the memory budget allows)",
+  add("prefetch", "--prefetch", "auto",
+      "batch slots in flight, or auto (as the memory budget allows)",
       [](std::string_view v, O* o) { return parse_auto("prefetch", v, &o->prefetch); });
-  add("memory_budget_mb", "--memory-budget", "2048", "MiB for everything in flight", [](std::string_view v, O* o) {
-    double mb = 0;
-    SLUICE_RETURN_IF_ERROR(parse_number<double>("memory_budget_mb", v, 1, 1 << 24, &mb));
-    o->memory_budget = static_cast<uint64_t>(mb * 1024 * 1024);
-    return Status();
-  });
+  add("memory_budget_mb", "--memory-budget", "2048", "MiB for everything in flight",
+      [](std::string_view v, O* o) {
+        double mb = 0;
+        SLUICE_RETURN_IF_ERROR(parse_number<double>("memory_budget_mb", v, 1, 1 << 24, &mb));
+        o->memory_budget = static_cast<uint64_t>(mb * 1024 * 1024);
+        return Status();
+      });
   add("on_error", "--on-error", "warn", "a bad sample: fail | skip | warn",
-      [](std::string_view v, O* o) { return parse_enum("on_error", parse_error_policy(v), &o->on_error); });
+      [](std::string_view v, O* o) {
+        return parse_enum("on_error", parse_error_policy(v), &o->on_error);
+      });
   add("quasi_block", "--quasi-block", "64", "records per block (order quasi)",
-      [](std::string_view v, O* o) { return parse_number<int>("quasi_block", v, 1, 1 << 24, &o->quasi_block); });
-  add("shuffle_buffer", "--shuffle-buffer", "10000", "shuffle buffer size (order buffer)", [](std::string_view v, O* o) {
-    return parse_number<int>("shuffle_buffer", v, 1, 1 << 30, &o->shuffle_buffer);
-  });
+      [](std::string_view v, O* o) {
+        return parse_number<int>("quasi_block", v, 1, 1 << 24, &o->quasi_block);
+      });
+  add("shuffle_buffer", "--shuffle-buffer", "10000", "shuffle buffer size (order buffer)",
+      [](std::string_view v, O* o) {
+        return parse_number<int>("shuffle_buffer", v, 1, 1 << 30, &o->shuffle_buffer);
+      });
   add("crop_decode", "--crop-decode", "true", "decode only the crop window at reduced DCT scale",
       [](std::string_view v, O* o) { return parse_bool("crop_decode", v, &o->crop_decode); });
-  add("image_key", "--image-key", "", "feature holding the encoded image (empty: detect the layout)",
-      [](std::string_view v, O* o) { o->keys.image = std::string(v); return Status(); });
+  add("image_key", "--image-key", "",
+      "feature holding the encoded image (empty: detect the layout)", [](std::string_view v, O* o) {
+        o->keys.image = std::string(v);
+        return Status();
+      });
   add("label_key", "--label-key", "image/class/label", "feature holding the label (with image_key)",
-      [](std::string_view v, O* o) { o->keys.label = std::string(v); return Status(); });
+      [](std::string_view v, O* o) {
+        o->keys.label = std::string(v);
+        return Status();
+      });
   return s;
 }
 
@@ -146,7 +178,8 @@ const std::vector<OptionSpec>& pipeline_option_specs() {
   return specs;
 }
 
-Status apply_pipeline_option(std::string_view name, std::string_view value, PipelineOptions* options) {
+Status apply_pipeline_option(std::string_view name, std::string_view value,
+                             PipelineOptions* options) {
   for (const OptionSpec& s : pipeline_option_specs()) {
     if (s.name == name) return s.set(value, options);
   }

@@ -54,7 +54,8 @@ Result<ReferenceResult> measure_decode_reference(const PipelineOptions& o, Decod
             CounterRng rng(hash_key(o.seed, 0, p.id, detail::kAugmentStream));
             AugmentPlan aug = plan_augment(o.augment, info->width, info->height, rng);
             int denom = info->format == ImageFormat::kJpeg
-                            ? choose_scale_denom(aug.crop, o.sample.width, o.sample.height) : 1;
+                            ? choose_scale_denom(aug.crop, o.sample.width, o.sample.height)
+                            : 1;
             s = decoder.decode(p.bytes, *info, aug.crop, denom, &window, o.max_pixels);
           }
           if (!s.ok()) failed.fetch_add(1);

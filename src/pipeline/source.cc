@@ -43,7 +43,8 @@ class ShardSource final : public SampleSource {
     Status s = find_features(record, keys, 2, f);
     if (!s.ok()) return s.with_prefix(where_prefix(file, index));
     if (f[0].kind != Feature::Kind::kBytes || f[0].count == 0) {
-      return data_loss_error(where_prefix(file, index) + ": no image in feature '" + keys_.image + "'");
+      return data_loss_error(where_prefix(file, index) + ": no image in feature '" + keys_.image +
+                             "'");
     }
     // The image stays where it is, inside the record bytes in `buffer`.
     out->image = f[0].first_bytes;
@@ -65,7 +66,9 @@ class ShardSource final : public SampleSource {
 
  private:
   std::pair<size_t, size_t> locate(uint64_t id) const {
-    size_t file = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), id) - starts_.begin()) - 1;
+    size_t file = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), id) -
+                                      starts_.begin()) -
+                  1;
     return {file, static_cast<size_t>(id - starts_[file])};
   }
   std::string where_prefix(size_t file, size_t index) const {
@@ -165,7 +168,9 @@ Result<FeatureKeys> detect_keys(const RecordFile& file) {
 }  // namespace
 
 Result<std::unique_ptr<SampleSource>> open_sample_source(const PipelineOptions& o) {
-  if (o.sources.empty()) return invalid_argument_error("no source: give a dataset folder, record files or an image folder");
+  if (o.sources.empty())
+    return invalid_argument_error(
+        "no source: give a dataset folder, record files or an image folder");
   if (o.sources.size() == 1 && is_image_folder(o.sources[0])) {
     SLUICE_ASSIGN_OR_RETURN(SourceList list, list_image_folder(o.sources[0]));
     return std::unique_ptr<SampleSource>(new FolderSource(std::move(list)));
@@ -180,9 +185,11 @@ Result<std::unique_ptr<SampleSource>> open_sample_source(const PipelineOptions& 
     if (split == m.splits.end()) {
       std::string have;
       for (const auto& [name, s] : m.splits) have += (have.empty() ? "" : ", ") + name;
-      return not_found_error(fmt::format("{}: no split '{}' (it has: {})", o.sources[0], o.split, have));
+      return not_found_error(
+          fmt::format("{}: no split '{}' (it has: {})", o.sources[0], o.split, have));
     }
-    for (const ShardInfo& s : split->second.shards) files.push_back((fs::path(o.sources[0]) / s.file).string());
+    for (const ShardInfo& s : split->second.shards)
+      files.push_back((fs::path(o.sources[0]) / s.file).string());
     classes = m.classes;
     if (keys.image.empty()) keys = m.keys;
   } else {
@@ -199,7 +206,8 @@ Result<std::unique_ptr<SampleSource>> open_sample_source(const PipelineOptions& 
     if (opened.empty()) return not_found_error("no record files");
     SLUICE_ASSIGN_OR_RETURN(keys, detect_keys(*opened.front()));
   }
-  return std::unique_ptr<SampleSource>(new ShardSource(std::move(opened), keys, std::move(classes)));
+  return std::unique_ptr<SampleSource>(
+      new ShardSource(std::move(opened), keys, std::move(classes)));
 }
 
 }  // namespace sluice::detail

@@ -74,7 +74,9 @@ class Wire {
   const char* end_;
 };
 
-Status bad(const char* what) { return data_loss_error(std::string("not a tf.train.Example (") + what + ")"); }
+Status bad(const char* what) {
+  return data_loss_error(std::string("not a tf.train.Example (") + what + ")");
+}
 
 // Adds the values of one list message (BytesList, FloatList, Int64List) to
 // the view, as protobuf merges repeated occurrences.
@@ -140,8 +142,9 @@ bool scan_feature(std::string_view feature, FeatureView* v) {
     }
     std::string_view list;
     if (wire != 2 || !w.bytes(&list)) return false;
-    Feature::Kind kind = field == 1 ? Feature::Kind::kBytes
-                         : field == 2 ? Feature::Kind::kFloat : Feature::Kind::kInt64;
+    Feature::Kind kind = field == 1   ? Feature::Kind::kBytes
+                         : field == 2 ? Feature::Kind::kFloat
+                                      : Feature::Kind::kInt64;
     if (v->kind != kind) {  // a new oneof case replaces the old one
       *v = FeatureView{};
       v->found = true;
@@ -154,7 +157,8 @@ bool scan_feature(std::string_view feature, FeatureView* v) {
 
 }  // namespace
 
-Status find_features(std::string_view data, const std::string_view* keys, size_t n_keys, FeatureView* out) {
+Status find_features(std::string_view data, const std::string_view* keys, size_t n_keys,
+                     FeatureView* out) {
   for (size_t i = 0; i < n_keys; ++i) out[i] = FeatureView{};
   Wire example(data);
   while (!example.done()) {

@@ -29,7 +29,7 @@ TEST(CounterRngTest, UniformMomentsAndRange) {
     sq += u * u;
   }
   double mean = sum / n, var = sq / n - mean * mean;
-  EXPECT_NEAR(mean, 0.5, 0.005);        // sd of the mean ~0.00065
+  EXPECT_NEAR(mean, 0.5, 0.005);  // sd of the mean ~0.00065
   EXPECT_NEAR(var, 1.0 / 12, 0.002);
 }
 

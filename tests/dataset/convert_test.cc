@@ -231,7 +231,8 @@ namespace {
 TEST(ConvertRewriteTest, ProgressiveJpegsBecomeSequentialWithTheSamePixels) {
   TempDir dir;
   make_image_folder(dir.path() + "/images", 2, 3);
-  std::filesystem::copy_file(test_data("images/jpeg/wuffs-peacock.progressive.jpeg"), dir.path() + "/images/c0/p.jpg");
+  std::filesystem::copy_file(test_data("images/jpeg/wuffs-peacock.progressive.jpeg"),
+                             dir.path() + "/images/c0/p.jpg");
   ConvertOptions o;
   o.rewrite_progressive = true;
   auto r = convert_images(dir.path() + "/images", dir.path() + "/out", o);

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "sluice/image.h"
 #include "base/file_util.h"
+#include "sluice/image.h"
 #include "tests/image/image_test_util.h"
 #include "tests/temp_dir.h"
 
@@ -366,9 +366,10 @@ namespace sluice {
 namespace {
 
 TEST(TranscodeJpegBaseline, SamePixelsNoLongerProgressive) {
-  for (const char* name : {"images/jpeg/wuffs-peacock.progressive.jpeg",
-                           "images/jpeg/jpeg-decoder-non-interleaved-mcu.jpg",
-                           "images/jpeg/libjpeg-turbo-testorig.jpg", "images/jpeg/pillow-pil_sample_cmyk.jpg"}) {
+  for (const char* name :
+       {"images/jpeg/wuffs-peacock.progressive.jpeg",
+        "images/jpeg/jpeg-decoder-non-interleaved-mcu.jpg",
+        "images/jpeg/libjpeg-turbo-testorig.jpg", "images/jpeg/pillow-pil_sample_cmyk.jpg"}) {
     std::string bytes = *detail::read_file(test_data(name));
     auto out = transcode_jpeg_baseline(bytes);
     ASSERT_TRUE(out.ok()) << name << ": " << out.status().to_string();
@@ -383,7 +384,8 @@ TEST(TranscodeJpegBaseline, SamePixelsNoLongerProgressive) {
 }
 
 TEST(TranscodeJpegBaseline, DamagedInputIsDataLoss) {
-  std::string cut = *detail::read_file(test_data("images/jpeg/wuffs-peacock.progressive.truncated.jpeg"));
+  std::string cut =
+      *detail::read_file(test_data("images/jpeg/wuffs-peacock.progressive.truncated.jpeg"));
   EXPECT_EQ(transcode_jpeg_baseline(cut).status().code(), StatusCode::kDataLoss);
   EXPECT_FALSE(transcode_jpeg_baseline("not a jpeg").ok());
 }

@@ -551,7 +551,7 @@ std::vector<float> precise(const DecodedWindow& src, bool flip, const SampleSpec
 // up to one source pixel across the output; this image's steepest gradient
 // (255 over 150 px, 1.7 per pixel) then allows about 1 + 1.7 * 1.5.
 TEST(WriteSampleFast, CloseToThePreciseReference) {
-  const int cases[][4] = {{300, 300, 224, 224}, {224, 224, 224, 224}, {150, 120, 224, 224},
+  const int cases[][4] = {{300, 300, 224, 224}, {224, 224, 224, 224},  {150, 120, 224, 224},
                           {448, 448, 224, 224}, {1000, 700, 224, 224}, {320, 200, 64, 96}};
   for (const auto& c : cases) {
     for (bool whole : {true, false}) {
@@ -572,7 +572,8 @@ TEST(WriteSampleFast, CloseToThePreciseReference) {
         worst = std::max(worst, d);
       }
       double bound = whole ? 1.01 : 4.5;
-      EXPECT_LE(worst, bound) << c[0] << "x" << c[1] << " -> " << c[2] << "x" << c[3] << (whole ? "" : " fractional");
+      EXPECT_LE(worst, bound) << c[0] << "x" << c[1] << " -> " << c[2] << "x" << c[3]
+                              << (whole ? "" : " fractional");
       EXPECT_LE(sum / a.size(), whole ? 0.5 : 1.0);
     }
   }

@@ -54,7 +54,7 @@ class PipelineTest : public ::testing::Test {
   }
 
   static Outcome run(const PipelineOptions& o, uint64_t epochs = 1, int64_t max_batches = -1,
-                 PipelineState start = {}) {
+                     PipelineState start = {}) {
     Outcome r;
     auto p = Pipeline::create(o);
     EXPECT_TRUE(p.ok()) << p.status().to_string();
@@ -139,10 +139,12 @@ TEST_F(PipelineTest, EveryDtypeAndLayoutIsReproducible) {
 TEST_F(PipelineTest, ResumedRunContinuesExactly) {
   Outcome whole = run(options(), 3);
   ASSERT_EQ(whole.digests.size(), 21u);
-  for (PipelineState s : {PipelineState{0, 3}, PipelineState{1, 0}, PipelineState{1, 6}, PipelineState{2, 7}}) {
+  for (PipelineState s :
+       {PipelineState{0, 3}, PipelineState{1, 0}, PipelineState{1, 6}, PipelineState{2, 7}}) {
     Outcome rest = run(options(), 3, -1, s);
     size_t skip = s.epoch * 7 + s.batches;
-    std::vector<uint64_t> expected(whole.digests.begin() + static_cast<long>(skip), whole.digests.end());
+    std::vector<uint64_t> expected(whole.digests.begin() + static_cast<long>(skip),
+                                   whole.digests.end());
     EXPECT_EQ(rest.digests, expected) << "from epoch " << s.epoch << " batch " << s.batches;
   }
 }
@@ -283,7 +285,8 @@ TEST_F(BadSampleTest, SkipDropsTheSampleAndReportsWhere) {
     ASSERT_EQ(events.size(), 1u);
     EXPECT_NE(events[0].source.find("train-00000-of-00001.tfrecord"), std::string::npos);
     EXPECT_GE(events[0].offset, 0);
-    EXPECT_NE(events[0].reason.find("premature end of data"), std::string::npos) << events[0].reason;
+    EXPECT_NE(events[0].reason.find("premature end of data"), std::string::npos)
+        << events[0].reason;
     EXPECT_EQ((*p)->stats().bad_samples, 1u);
   }
 }
@@ -294,7 +297,8 @@ TEST_F(BadSampleTest, FailStopsWithFileAndOffset) {
   auto b = (*p)->next();
   ASSERT_FALSE(b.ok());
   EXPECT_EQ(b.status().code(), StatusCode::kDataLoss);
-  EXPECT_NE(b.status().message().find("train-00000-of-00001.tfrecord: offset "), std::string_view::npos)
+  EXPECT_NE(b.status().message().find("train-00000-of-00001.tfrecord: offset "),
+            std::string_view::npos)
       << b.status().message();
 }
 

@@ -43,7 +43,8 @@ TEST(PlanTest, EveryOrderIsAPermutationAndReproducible) {
 
 TEST(PlanTest, EpochsAndSeedsChangeTheOrder) {
   for (Order order : {Order::kGlobal, Order::kQuasi, Order::kBuffer}) {
-    EXPECT_NE(plan_epoch(1000, opts(order), 0), plan_epoch(1000, opts(order), 1)) << order_name(order);
+    EXPECT_NE(plan_epoch(1000, opts(order), 0), plan_epoch(1000, opts(order), 1))
+        << order_name(order);
     PipelineOptions other = opts(order);
     other.seed = 99;
     EXPECT_NE(plan_epoch(1000, opts(order), 0), plan_epoch(1000, other, 0)) << order_name(order);

@@ -94,7 +94,8 @@ TEST(FindFeaturesTest, AgreesWithTheFullDecode) {
   e.features["score"] = Feature::of_floats({2.5f});
   e.features["empty"] = Feature{};
   std::string data = encode_example(e);
-  const std::string_view keys[] = {"image/encoded", "image/class/label", "score", "empty", "missing"};
+  const std::string_view keys[] = {"image/encoded", "image/class/label", "score", "empty",
+                                   "missing"};
   FeatureView v[5];
   ASSERT_TRUE(find_features(data, keys, 5, v).ok());
   EXPECT_TRUE(v[0].found);
