@@ -366,9 +366,12 @@ py::dict convert(const std::string& src, const std::string& out, const py::kwarg
       o.shuffle = value.cast<bool>();
     else if (k == "seed")
       o.seed = value.cast<uint64_t>();
-    else if (k == "check")
-      o.check_decode = value.cast<std::string>() == "decode";
-    else if (k == "rewrite_progressive")
+    else if (k == "check") {
+      std::string v = value.cast<std::string>();
+      if (v != "decode" && v != "header")
+        throw py::value_error("check: expected decode or header, got '" + v + "'");
+      o.check_decode = v == "decode";
+    } else if (k == "rewrite_progressive")
       o.rewrite_progressive = value.cast<bool>();
     else if (k == "classes")
       o.classes = value.cast<std::vector<std::string>>();

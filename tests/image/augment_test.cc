@@ -6,23 +6,13 @@
 #include <vector>
 
 #include "sluice/image_ops.h"
+#include "tests/test_seed.h"
 
 namespace sluice {
 namespace {
 
-// Fresh randomness per run, printed so a failure can be replayed with
-// SLUICE_TEST_SEED.
 uint64_t test_seed() {
-  static const uint64_t seed = [] {
-    const char* env = std::getenv("SLUICE_TEST_SEED");
-    const uint64_t s =
-        env ? std::strtoull(env, nullptr, 10)
-            : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-    std::printf("augment_test seed: %llu (set SLUICE_TEST_SEED to replay)\n",
-                static_cast<unsigned long long>(s));
-    return s;
-  }();
-  return seed;
+  return run_seed("augment_test");
 }
 
 // torchvision.transforms.RandomResizedCrop.get_params transcribed line by

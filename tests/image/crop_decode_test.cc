@@ -10,6 +10,7 @@
 
 #include "sluice/image_ops.h"
 #include "tests/image/image_test_util.h"
+#include "tests/test_seed.h"
 
 namespace sluice {
 namespace {
@@ -17,16 +18,7 @@ namespace {
 using testing::image_bytes;
 
 uint64_t test_seed() {
-  static const uint64_t seed = [] {
-    const char* env = std::getenv("SLUICE_TEST_SEED");
-    const uint64_t s =
-        env ? std::strtoull(env, nullptr, 10)
-            : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-    std::printf("crop_decode_test seed: %llu (set SLUICE_TEST_SEED to replay)\n",
-                static_cast<unsigned long long>(s));
-    return s;
-  }();
-  return seed;
+  return run_seed("crop_decode_test");
 }
 
 // One of each JPEG structure the corpus has: baseline 4:2:0 (libjpeg's

@@ -12,21 +12,13 @@
 
 #include "sluice/image_ops.h"
 #include "tests/image/image_test_util.h"
+#include "tests/test_seed.h"
 
 namespace sluice {
 namespace {
 
 uint64_t test_seed() {
-  static const uint64_t seed = [] {
-    const char* env = std::getenv("SLUICE_TEST_SEED");
-    const uint64_t s =
-        env ? std::strtoull(env, nullptr, 10)
-            : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-    std::printf("sample_writer_test seed: %llu (set SLUICE_TEST_SEED to replay)\n",
-                static_cast<unsigned long long>(s));
-    return s;
-  }();
-  return seed;
+  return run_seed("sample_writer_test");
 }
 
 DecodedWindow random_window(int width, int height, CounterRng& rng) {

@@ -176,6 +176,8 @@ def test_bad_arguments(dataset):
         sluice.Pipeline(shards, rank=2, world_size=2)
     with pytest.raises(TypeError):
         sluice.Pipeline(42)
+    with pytest.raises(ValueError, match="check"):
+        sluice.convert(str(dataset / "images" / "val"), str(dataset / "never"), check="pixels")
 
 
 def test_corrupt_data_raises_data_error_with_file_and_offset(dataset, tmp_path):
