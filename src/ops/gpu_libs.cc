@@ -8,14 +8,6 @@
 namespace sluice::detail {
 namespace {
 
-// NVML's ABI, as far as doctor needs it (nvml.h, stable since CUDA 8).
-using nvmlReturn_t = int;
-using nvmlDevice_t = struct nvmlDevice_st*;
-struct nvmlMemory_t {
-  unsigned long long total, free, used;
-};
-constexpr nvmlReturn_t NVML_SUCCESS = 0;
-
 // An override replaces the search list: tests and users pointing at one
 // library must not silently get another.
 std::vector<std::string> with_override(const char* env, std::vector<std::string> rest) {
@@ -29,22 +21,6 @@ void add_glob(const char* pattern, std::vector<std::string>* out) {
     for (size_t i = 0; i < g.gl_pathc; ++i) out->emplace_back(g.gl_pathv[i]);
   }
   globfree(&g);
-}
-
-// Opens the first candidate that loads; returns its handle and name.
-void* open_first(const std::vector<std::string>& candidates, std::string* which) {
-  for (const std::string& c : candidates) {
-    if (void* h = ::dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL)) {
-      *which = c;
-      return h;
-    }
-  }
-  return nullptr;
-}
-
-template <typename F>
-F sym(void* h, const char* name) {
-  return reinterpret_cast<F>(::dlsym(h, name));
 }
 
 void probe_nvml(DoctorReport* r) {
@@ -113,6 +89,16 @@ void probe_nccl(DoctorReport* r) {
 }
 
 }  // namespace
+
+void* open_first(const std::vector<std::string>& candidates, std::string* which) {
+  for (const std::string& c : candidates) {
+    if (void* h = ::dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+      *which = c;
+      return h;
+    }
+  }
+  return nullptr;
+}
 
 std::vector<std::string> nvml_candidates() {
   std::vector<std::string> c = with_override("SLUICE_NVML_LIBRARY", {"libnvidia-ml.so.1"});

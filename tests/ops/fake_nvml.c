@@ -1,9 +1,12 @@
 /* A stand-in for libnvidia-ml.so.1, built by the tests: two GPUs, driver
-   580.65, CUDA 13.0. Lets doctor's GPU path run on machines without one. */
+   580.65, CUDA 13.0. Lets doctor's GPU path and the GPU monitor run on
+   machines without one. GPU 0 is 87 % busy with a quarter of its memory in
+   use; GPU 1 refuses the utilisation query, as some old boards do. */
 #include <string.h>
 
 typedef struct nvmlDevice_st* nvmlDevice_t;
 typedef struct { unsigned long long total, free, used; } nvmlMemory_t;
+typedef struct { unsigned int gpu, memory; } nvmlUtilization_t;
 static int devices[2];
 
 int nvmlInit_v2(void) { return 0; }
@@ -22,8 +25,14 @@ int nvmlDeviceGetName(nvmlDevice_t d, char* name, unsigned n) {
 }
 int nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t* m) {
   m->total = d == (nvmlDevice_t)&devices[0] ? 150754820096ULL : 17071734784ULL;
-  m->free = m->total;
-  m->used = 0;
+  m->used = d == (nvmlDevice_t)&devices[0] ? m->total / 4 : 0;
+  m->free = m->total - m->used;
+  return 0;
+}
+int nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t* u) {
+  if (d != (nvmlDevice_t)&devices[0]) return 3; /* NVML_ERROR_NOT_SUPPORTED */
+  u->gpu = 87;
+  u->memory = 40;
   return 0;
 }
 int nvmlDeviceGetCudaComputeCapability(nvmlDevice_t d, int* major, int* minor) {
