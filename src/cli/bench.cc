@@ -1,10 +1,11 @@
 // sluice bench DATA: run the input pipeline flat out and say where the time
 // goes. Also the digest (reproducibility checks), state save/restore, the
-// decode ceiling and plan floor, and the ablation ladder.
+// decode ceiling and plan floor, the ablation ladder, and the HTML report.
 #include <fmt/format.h>
 
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -14,10 +15,14 @@
 #include <tuple>
 
 #include "base/file_util.h"
+#include "cli/bench_report.h"
 #include "cli/common.h"
+#include "sluice/doctor.h"
+#include "sluice/gpu_monitor.h"
 #include "sluice/pipeline.h"
 #include "sluice/pipeline_options.h"
 #include "sluice/record.h"
+#include "sluice/report.h"
 #include "sluice/telemetry.h"
 
 namespace sluice::cli {
@@ -37,6 +42,7 @@ struct BenchCli {
   bool pad = false;
   bool digest = false, ceiling = false, ablation = false, quiet = false;
   std::string json_file, logdir, state_in, state_out, raw_dir, trace_file, status_file;
+  std::string report_file;
 };
 
 // A 64-bit digest of a batch: two CRC32Cs (different seeds) over the image
@@ -151,13 +157,15 @@ json status_json(const PipelineStats& s, double wall, double recent_rate, uint64
 Result<RunResult> run_pipeline(const PipelineOptions& po, int epochs, int64_t max_batches,
                                std::optional<PipelineState> start, bool digest,
                                TensorBoardWriter* tb, JsonLinesWriter* jsonl = nullptr,
-                               const std::string& status_path = "") {
+                               const std::string& status_path = "",
+                               SeriesRecorder* recorder = nullptr) {
   SLUICE_ASSIGN_OR_RETURN(auto pipe, Pipeline::create(po));
   RunResult r;
   PipelineState s = start.value_or(PipelineState{0, 0});
   SLUICE_RETURN_IF_ERROR(pipe->restore(s));
   auto cpu0 = sample_process();
   auto t0 = Clock::now();
+  if (recorder) recorder->start(pipe->stats());
   auto last_log = t0;
   auto last_status = t0;
   uint64_t images_at_log = 0, images_at_status = 0;
@@ -172,6 +180,7 @@ Result<RunResult> run_pipeline(const PipelineOptions& po, int epochs, int64_t ma
       r.images += b->size();
       r.image_bytes_out += b->bytes();
       ++r.batches;
+      if (recorder) recorder->poll(*pipe, r.images);
       if (digest) {
         uint64_t d = batch_digest(*b);
         std::printf("digest %llu %llu %016llx\n", static_cast<unsigned long long>(b->epoch()),
@@ -230,6 +239,7 @@ Result<RunResult> run_pipeline(const PipelineOptions& po, int epochs, int64_t ma
   auto cpu1 = sample_process();
   if (cpu0.ok() && cpu1.ok()) r.cpu_seconds = cpu1->cpu_seconds - cpu0->cpu_seconds;
   r.stats = pipe->stats();
+  if (recorder) recorder->finish(r.stats, r.images);
   r.events = pipe->events();
   if (!status_path.empty()) {
     write_status(status_path,
@@ -329,7 +339,7 @@ json stages_json(const RunResult& r) {
 }
 
 // The ladder users climb, each rung for the same number of batches.
-int run_ablation(const BenchCli& c) {
+int run_ablation(const BenchCli& c, std::vector<AblationRow>* rows) {
   std::string raw = c.raw_dir;
   std::error_code ec;
   bool have_shards = std::filesystem::exists(std::filesystem::path(c.data) / kManifestName, ec);
@@ -359,11 +369,13 @@ int run_ablation(const BenchCli& c) {
     if (g.use_raw) {
       if (raw.empty() || !std::filesystem::is_directory(raw, ec)) {
         std::printf("%-44s %12s   (no image folder: give --raw DIR)\n", g.name, "-");
+        rows->push_back({g.name, 0, 0, "no image folder: give --raw DIR"});
         continue;
       }
       po.sources = {raw};
     } else if (!have_shards) {
       std::printf("%-44s %12s   (DATA is not a shard dataset)\n", g.name, "-");
+      rows->push_back({g.name, 0, 0, "DATA is not a shard dataset"});
       continue;
     }
     po.workers = g.workers;
@@ -372,16 +384,90 @@ int run_ablation(const BenchCli& c) {
     auto r = run_pipeline(po, 1000, batches, std::nullopt, false, nullptr);
     if (!r.ok()) return report_error("bench", r.status());
     double ips = r->seconds > 0 ? r->images / r->seconds : 0;
+    double cores = r->seconds > 0 ? r->cpu_seconds / r->seconds : 0;
     if (base == 0) base = ips;
-    std::printf("%-44s %12.0f %9.2fx %8.2f\n", g.name, ips, base > 0 ? ips / base : 0,
-                r->seconds > 0 ? r->cpu_seconds / r->seconds : 0);
+    std::printf("%-44s %12.0f %9.2fx %8.2f\n", g.name, ips, base > 0 ? ips / base : 0, cores);
+    rows->push_back({g.name, ips, cores, ""});
   }
   return kExitOk;
 }
 
+// The figures of a run, as --json writes them and the report reads them.
+json summary_json(const BenchCli& c, const RunResult& r, const Verdict& v, uint64_t peak,
+                  const std::optional<ReferenceResult>& full,
+                  const std::optional<ReferenceResult>& floor) {
+  json j;
+  j["images_per_second"] = r.seconds > 0 ? r.images / r.seconds : 0;
+  j["images"] = r.images;
+  j["batches"] = r.batches;
+  j["seconds"] = r.seconds;
+  j["mb_per_second"] = r.seconds > 0 ? r.image_bytes_out / r.seconds / 1e6 : 0;
+  j["workers"] = r.stats.workers;
+  j["prefetch"] = r.stats.prefetch;
+  j["tuning"] = r.stats.tuning;
+  j["cpu_cores_busy"] = r.seconds > 0 ? r.cpu_seconds / r.seconds : 0;
+  j["cores"] = std::max(1u, std::thread::hardware_concurrency());
+  j["peak_rss_bytes"] = peak;
+  j["memory_budget_bytes"] = c.p.memory_budget;
+  j["consumer_wait_share"] = r.seconds > 0 ? r.stats.consumer_wait_seconds / r.seconds : 0;
+  j["stages"] = stages_json(r);
+  j["bad_samples"] = r.events.size();
+  j["verdict"] = v.text;
+  j["verdict_kind"] = v.kind;
+  j["bottleneck"] = v.bottleneck;
+  if (full) j["ceiling_images_per_second"] = full->images_per_second;
+  if (floor) j["plan_floor_images_per_second"] = floor->images_per_second;
+  json options = json::object();
+  for (const OptionSpec& spec : pipeline_option_specs()) {
+    auto it = c.values.find(spec.name);
+    options[spec.name] = it != c.values.end() ? it->second : spec.default_value;
+  }
+  j["options"] = options;
+  return j;
+}
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M UTC", &tm);
+  return buf;
+}
+
+// The page, after the run: doctor examines the machine now rather than
+// before, so its probes cannot disturb the measurement.
+Status write_report(const BenchCli& c, const json& summary, const SeriesRecorder& recorder,
+                    const GpuMonitor* gpu, const std::string& gpu_note,
+                    const std::vector<AblationRow>& ablation) {
+  ReportInput in;
+  in.data = c.data;
+  in.command_line = joined_command_line();
+  in.generated_at = utc_now();
+  in.version = SLUICE_VERSION;
+  in.bench_json = summary.dump();
+  in.doctor_json = format_doctor_json(run_doctor({}));
+  in.series = recorder.samples();
+  if (gpu) in.gpu_names = gpu->names();
+  in.gpu_note = gpu_note;
+  in.ablation = ablation;
+  SLUICE_ASSIGN_OR_RETURN(std::string page, render_report_html(in));
+  return detail::write_file_atomic(c.report_file, page);
+}
+
 int run(BenchCli& c) {
   if (Status s = parse_options(c); !s.ok()) return report_error("bench", s);
-  if (c.ablation) return run_ablation(c);
+  if (!c.report_file.empty()) {
+    if (Status s = check_report_path(c.report_file); !s.ok()) return report_error("bench", s);
+  }
+  // With --report, the ladder's rows go into the page and the usual run
+  // follows (its time series is the page's subject); without, the ladder
+  // is all.
+  std::vector<AblationRow> ablation;
+  if (c.ablation) {
+    int rc = run_ablation(c, &ablation);
+    if (rc != kExitOk || c.report_file.empty()) return rc;
+  }
   std::optional<PipelineState> start;
   if (!c.state_in.empty()) {
     auto s = read_state(c.state_in);
@@ -398,8 +484,20 @@ int run(BenchCli& c) {
     if (!j.ok()) return report_error("bench", j.status());
     jsonl = std::move(j).value();
   }
+  std::unique_ptr<GpuMonitor> gpu;
+  std::string gpu_note;
+  std::optional<SeriesRecorder> recorder;
+  if (!c.report_file.empty()) {
+    auto g = GpuMonitor::open();
+    if (g.ok()) {
+      gpu = std::move(g).value();
+    } else {
+      gpu_note = std::string(g.status().message());
+    }
+    recorder.emplace(gpu.get());
+  }
   auto r = run_pipeline(c.p, c.epochs, c.max_batches, start, c.digest, tb.get(), jsonl.get(),
-                        c.status_file);
+                        c.status_file, recorder ? &*recorder : nullptr);
   if (!r.ok()) return report_error("bench", r.status());
   if (c.digest && r->digest_any)
     std::printf("digest all %016llx\n", static_cast<unsigned long long>(r->digest_all));
@@ -444,33 +542,15 @@ int run(BenchCli& c) {
     if (Status st = detail::write_file_atomic(c.state_out, s.dump() + "\n"); !st.ok())
       return report_error("bench", st);
   }
+  json summary = summary_json(c, *r, v, peak, full, floor);
   if (!c.json_file.empty()) {
-    json j;
-    j["images_per_second"] = ips;
-    j["images"] = r->images;
-    j["batches"] = r->batches;
-    j["seconds"] = r->seconds;
-    j["mb_per_second"] = r->seconds > 0 ? r->image_bytes_out / r->seconds / 1e6 : 0;
-    j["workers"] = r->stats.workers;
-    j["prefetch"] = r->stats.prefetch;
-    j["tuning"] = r->stats.tuning;
-    j["cpu_cores_busy"] = r->seconds > 0 ? r->cpu_seconds / r->seconds : 0;
-    j["peak_rss_bytes"] = peak;
-    j["memory_budget_bytes"] = c.p.memory_budget;
-    j["consumer_wait_share"] = r->seconds > 0 ? r->stats.consumer_wait_seconds / r->seconds : 0;
-    j["stages"] = stages_json(*r);
-    j["bad_samples"] = r->events.size();
-    j["verdict"] = v.text;
-    if (full) j["ceiling_images_per_second"] = full->images_per_second;
-    if (floor) j["plan_floor_images_per_second"] = floor->images_per_second;
-    json options = json::object();
-    for (const OptionSpec& spec : pipeline_option_specs()) {
-      auto it = c.values.find(spec.name);
-      options[spec.name] = it != c.values.end() ? it->second : spec.default_value;
-    }
-    j["options"] = options;
-    if (Status st = detail::write_file_atomic(c.json_file, j.dump(2) + "\n"); !st.ok())
+    if (Status st = detail::write_file_atomic(c.json_file, summary.dump(2) + "\n"); !st.ok())
       return report_error("bench", st);
+  }
+  if (!c.report_file.empty()) {
+    if (Status st = write_report(c, summary, *recorder, gpu.get(), gpu_note, ablation); !st.ok())
+      return report_error("bench", st);
+    if (!c.quiet) std::printf("report: %s\n", c.report_file.c_str());
   }
   return kExitOk;
 }
@@ -502,9 +582,13 @@ void register_bench(CLI::App& app, int* exit_code) {
                   "Keep a live status file for `sluice top` (twice a second)");
   sub->add_option("--trace", c->trace_file,
                   "Write a Chrome/Perfetto trace: a track per worker, a span per sample stage");
+  sub->add_option("--report", c->report_file,
+                  "Write a self-contained HTML page: throughput, stage shares, CPU/GPU use and "
+                  "queue depth over time, the verdict, the machine");
   sub->add_flag("--ceiling", c->ceiling, "Also time the full-decode ceiling and the plan floor");
   sub->add_flag("--ablation", c->ablation,
-                "Print the ladder: raw files, parallel, shards, crop decode");
+                "Print the ladder: raw files, parallel, shards, crop decode (with --report, the "
+                "usual run follows and the page has both)");
   sub->add_option("--raw", c->raw_dir,
                   "Image folder for the ablation's raw rungs (default: dataset.json's source)");
   sub->add_flag("-q,--quiet", c->quiet, "Only digests and files, no summary");

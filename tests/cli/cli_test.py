@@ -5,6 +5,7 @@ Standard library only."""
 
 import json
 import os
+import re
 import shutil
 import signal
 import struct
@@ -19,6 +20,9 @@ import tfrecord_py  # noqa: E402
 
 SLUICE = os.environ["SLUICE_BIN"]
 DATA = os.environ["SLUICE_TEST_DATA"]
+FAKE_NVML = os.environ.get("SLUICE_FAKE_NVML", "")
+CHROMIUM = shutil.which("chromium")
+REPORT_CHARTS = ("chart-throughput", "chart-shares", "chart-stages", "chart-cpu", "chart-queue")
 
 
 def slurp(path):
@@ -305,6 +309,98 @@ class CliTest(unittest.TestCase):
         self.assertIn("throughput", p.stdout)
         self.assertIn("no status file", run("top", os.path.join(self.tmp, "none.json"), "--wait", "0.2",
                                             check=1).stderr)
+
+    def chromium(self, url, *args):
+        """Headless Chromium on a fresh profile; its console goes to stderr."""
+        profile = tempfile.mkdtemp(prefix="chromium-", dir=self.tmp)
+        return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+                               "--disable-background-networking", "--disable-component-update",
+                               "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
+                               "--enable-logging=stderr", "--v=0", *args, url],
+                              capture_output=True, text=True, timeout=180)
+
+    def console_lines(self, stderr):
+        return [l for l in stderr.splitlines() if "CONSOLE" in l]
+
+    @unittest.skipUnless(CHROMIUM, "chromium is not installed (scripts/bootstrap.sh installs it)")
+    def test_bench_report_in_headless_chromium(self):
+        out = self.fresh("rep")
+        self.convert(out)
+        folder = self.fresh("report")
+        os.makedirs(folder)
+        report = os.path.join(folder, "bench report.html")
+        p = run("bench", out, "--batch", "8", "--size", "32", "--epochs", "3", "--batches", "6",
+                "--ablation", "--report", report, check=0)
+        self.assertIn("ablation:", p.stdout)  # the ladder, then the usual run
+        self.assertIn(f"report: {report}", p.stdout)
+        self.assertEqual(os.listdir(folder), ["bench report.html"])  # no temporary left behind
+        url = "file://" + report.replace(" ", "%20")
+
+        page = self.chromium(url, "--dump-dom")
+        self.assertEqual(page.returncode, 0, page.stderr[-2000:])
+        self.assertEqual(self.console_lines(page.stderr), [])
+        dom = page.stdout
+        html_tag = re.search(r"<html[^>]*>", dom).group(0)
+        self.assertIn('data-ready="1"', html_tag)  # the page's scripts ran to the end
+        self.assertNotIn("data-page-error", html_tag)  # and none failed
+        for chart in REPORT_CHARTS:
+            m = re.search(r'<svg class="chart" id="%s".*?</svg>' % chart, dom, re.S)
+            self.assertIsNotNone(m, chart)
+            self.assertRegex(m.group(0), r"<(path|circle|rect) ", chart)
+        self.assertTrue('id="chart-gpu"' in dom or "No GPU: " in dom)
+        self.assertRegex(dom, r'<section id="verdict" class="verdict (input-bound|consumer-bound|balanced)">')
+        rows = re.findall(r"<tr><td>(\d) [^<]*</td>", dom)
+        self.assertEqual(rows, ["1", "2", "3", "4"])  # every rung of the ladder ran
+        self.assertIn("libjpeg-turbo", dom)  # the machine, from doctor
+
+        shot = os.path.join(self.tmp, "report.png")
+        s = self.chromium(url, "--window-size=1280,2400", f"--screenshot={shot}")
+        self.assertEqual(s.returncode, 0, s.stderr[-2000:])
+        self.assertEqual(self.console_lines(s.stderr), [])
+        png = slurp(shot)
+        self.assertEqual(png[:8], b"\x89PNG\r\n\x1a\n")
+        self.assertEqual(struct.unpack(">II", png[16:24]), (1280, 2400))
+        self.assertGreater(len(png), 20000)
+
+    @unittest.skipUnless(CHROMIUM, "chromium is not installed (scripts/bootstrap.sh installs it)")
+    def test_report_check_sees_a_script_error(self):
+        """The detection the report test relies on: a broken page is caught."""
+        out = self.fresh("repbad")
+        self.convert(out)
+        report = os.path.join(self.tmp, "broken.html")
+        run("bench", out, "--batch", "8", "--size", "32", "--report", report, "-q", check=0)
+        html = slurp(report).decode().replace("</body>", "<script>no_such_function();</script></body>")
+        with open(report, "w") as f:
+            f.write(html)
+        page = self.chromium("file://" + report, "--dump-dom")
+        self.assertTrue(any("no_such_function" in l for l in self.console_lines(page.stderr)),
+                        page.stderr[-2000:])
+        self.assertIn("data-page-error=", re.search(r"<html[^>]*>", page.stdout).group(0))
+
+    def test_bench_report_bad_path_fails_before_the_run(self):
+        out = self.fresh("repbad2")
+        self.convert(out)
+        missing = os.path.join(self.tmp, "no-such-folder", "r.html")
+        p = run("bench", out, "--report", missing, check=1)
+        self.assertIn(f"--report {missing}: cannot be written: No such file or directory", p.stderr)
+        self.assertNotIn("images/s", p.stdout)
+        p = run("bench", out, "--report", self.tmp, check=1)
+        self.assertIn("is a folder", p.stderr)
+
+    @unittest.skipUnless(FAKE_NVML, "SLUICE_FAKE_NVML not set (CTest sets it)")
+    def test_bench_report_gpu_series_from_the_fake_driver(self):
+        out = self.fresh("repgpu")
+        self.convert(out)
+        report = os.path.join(self.tmp, "gpu.html")
+        env = dict(os.environ, SLUICE_NVML_LIBRARY=FAKE_NVML)
+        subprocess.run([SLUICE, "bench", out, "--batch", "8", "--size", "32", "--report", report, "-q"],
+                       check=True, env=env, timeout=300)
+        html = slurp(report).decode()
+        self.assertIn('<svg class="chart" id="chart-gpu"', html)
+        self.assertIn("GPU 0: NVIDIA H200 busy: 87 %", html)  # what the fake driver reports
+        self.assertIn("GPU 1: Tesla P100-PCIE-16GB memory: 0 %", html)
+        self.assertNotIn("GPU 1: Tesla P100-PCIE-16GB busy: ", html)  # it refused to say
+        self.assertNotIn("No GPU: ", html)
 
     def test_bench_bad_options(self):
         out = self.fresh("bo")
