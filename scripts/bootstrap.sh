@@ -12,7 +12,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-dev pybind11-dev libdlpack-dev
   python3-numpy python3-pytest python3-torch
-  tmux
+  tmux chromium
 )
 
 missing=()
