@@ -14,6 +14,7 @@ import sys
 import tempfile
 import time
 import unittest
+import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tfrecord_py  # noqa: E402
@@ -28,6 +29,45 @@ REPORT_CHARTS = ("chart-throughput", "chart-shares", "chart-stages", "chart-cpu"
 def slurp(path):
     with open(path, "rb") as f:
         return f.read()
+
+
+def read_png(data):
+    """(width, height, pixels) of an 8-bit RGB or RGBA PNG, as Chromium writes
+    them; pixels is a list of 3-byte RGB values, row by row."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat = 8, []
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + n]
+        if kind == b"IHDR":
+            width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", body)
+            assert depth == 8 and colour in (2, 6) and interlace == 0, "unexpected PNG format"
+        elif kind == b"IDAT":
+            idat.append(body)
+        pos += 12 + n
+    bpp = 4 if colour == 6 else 3
+    stride = width * bpp
+    raw = zlib.decompress(b"".join(idat))
+    prev, pixels = bytearray(stride), []
+    for y in range(height):
+        kind = raw[y * (stride + 1)]
+        cur = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride) if kind else ():
+            a = cur[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if kind == 1:
+                cur[i] = (cur[i] + a) & 255
+            elif kind == 2:
+                cur[i] = (cur[i] + b) & 255
+            elif kind == 3:
+                cur[i] = (cur[i] + ((a + b) >> 1)) & 255
+            else:  # Paeth
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                cur[i] = (cur[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        pixels.extend(bytes(cur[x:x + 3]) for x in range(0, stride, bpp))
+        prev = cur
+    return width, height, pixels
 
 
 def run(*args, check=None):
@@ -357,10 +397,15 @@ class CliTest(unittest.TestCase):
         s = self.chromium(url, "--window-size=1280,2400", f"--screenshot={shot}")
         self.assertEqual(s.returncode, 0, s.stderr[-2000:])
         self.assertEqual(self.console_lines(s.stderr), [])
-        png = slurp(shot)
-        self.assertEqual(png[:8], b"\x89PNG\r\n\x1a\n")
-        self.assertEqual(struct.unpack(">II", png[16:24]), (1280, 2400))
-        self.assertGreater(len(png), 20000)
+        width, height, pixels = read_png(slurp(shot))
+        self.assertEqual((width, height), (1280, 2400))
+        # What the DOM draws is on screen: the throughput chart's markers and
+        # the decode segment of the share bar, in the colours the DOM gives them.
+        chart = re.search(r'<svg class="chart" id="chart-throughput".*?</svg>', dom, re.S).group(0)
+        line = re.search(r'<path class="line" [^>]*stroke="#([0-9a-f]{6})"', chart)
+        bar = re.search(r'fill="#([0-9a-f]{6})"><title>decode: ', dom)
+        self.assertGreater(pixels.count(bytes.fromhex(line.group(1))), 20)
+        self.assertGreater(pixels.count(bytes.fromhex(bar.group(1))), 100)
 
     @unittest.skipUnless(CHROMIUM, "chromium is not installed (scripts/bootstrap.sh installs it)")
     def test_report_check_sees_a_script_error(self):
