@@ -445,7 +445,8 @@ Status write_report(const BenchCli& c, const json& summary, const SeriesRecorder
   in.command_line = joined_command_line();
   in.generated_at = utc_now();
   in.version = SLUICE_VERSION;
-  in.bench_json = summary.dump();
+  // Replace, not throw: option values are as typed, and may not be UTF-8.
+  in.bench_json = summary.dump(-1, ' ', false, json::error_handler_t::replace);
   in.doctor_json = format_doctor_json(run_doctor({}));
   in.series = recorder.samples();
   if (gpu) in.gpu_names = gpu->names();
