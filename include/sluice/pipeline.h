@@ -65,6 +65,8 @@ struct PipelineOptions {
   // Output size, dtype, layout, mean/std of every sample.
   SampleSpec sample;
   AugmentMode augment = AugmentMode::kTrain;
+  // RandomResizedCrop's area and aspect ranges (augment kTrain).
+  RandomResizedCropParams crop;
 
   Order order = Order::kGlobal;
   int quasi_block = 64;        // records per block (kQuasi)
@@ -206,6 +208,12 @@ class Pipeline {
   std::vector<SampleEvent> events() const;
   // The spans recorded so far (options.trace), oldest first.
   std::vector<TraceSpan> trace() const;
+
+  // A record's key, to join outputs back to their images: the key feature
+  // (options.keys.key, image/filename by default; empty where a record has
+  // none) or, for an ImageFolder tree, the file's path below its root.
+  // `id` is a global record id, as in Batch::sample_ids(). Reads the record.
+  Result<std::string> record_key(uint64_t id) const;
 
  private:
   friend class Batch;

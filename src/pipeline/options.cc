@@ -120,6 +120,24 @@ std::vector<OptionSpec> build() {
         }
         return Status();
       });
+  add("crop_scale", "--crop-scale", "0.08,1",
+      "RandomResizedCrop's share of the image area, min,max (augment train)",
+      [](std::string_view v, O* o) {
+        std::string text(v);
+        for (char& c : text) {
+          if (c == ',' || c == '(' || c == ')' || c == '[' || c == ']') c = ' ';
+        }
+        std::istringstream in(text);
+        double lo = 0, hi = 0;
+        if (!(in >> lo >> hi) || !(in >> std::ws).eof() || !(lo > 0) || lo > hi || hi > 1) {
+          return invalid_argument_error(
+              "crop_scale: expected min,max with 0 < min <= max <= 1, got '" + std::string(v) +
+              "'");
+        }
+        o->crop.scale_min = lo;
+        o->crop.scale_max = hi;
+        return Status();
+      });
   add("seed", "--seed", "0", "seed of the order and the augmentation",
       [](std::string_view v, O* o) {
         return parse_number<uint64_t>("seed", v, 0, UINT64_MAX, &o->seed);

@@ -320,7 +320,7 @@ struct Pipeline::Impl {
       StageTimer t(*decode_stage);
       SLUICE_ASSIGN_OR_RETURN(ImageInfo info, probe_image(raw.image, o.max_pixels));
       CounterRng rng(hash_key(o.seed, ep, id, detail::kAugmentStream));
-      aug = plan_augment(o.augment, info.width, info.height, rng);
+      aug = plan_augment(o.augment, info.width, info.height, rng, o.crop);
       if (o.crop_decode) {
         int denom = info.format == ImageFormat::kJpeg
                         ? choose_scale_denom(aug.crop, o.sample.width, o.sample.height)
@@ -615,6 +615,10 @@ PipelineStats Pipeline::stats() const {
 std::vector<TraceSpan> Pipeline::trace() const {
   std::lock_guard lock(impl_->mu);
   return {impl_->spans.begin(), impl_->spans.end()};
+}
+
+Result<std::string> Pipeline::record_key(uint64_t id) const {
+  return impl_->source->key(id);
 }
 
 std::vector<SampleEvent> Pipeline::events() const {

@@ -52,7 +52,7 @@ Result<ReferenceResult> measure_decode_reference(const PipelineOptions& o, Decod
             s = decoder.decode_full(p.bytes, *info, &window, o.max_pixels);
           } else if (s.ok()) {
             CounterRng rng(hash_key(o.seed, 0, p.id, detail::kAugmentStream));
-            AugmentPlan aug = plan_augment(o.augment, info->width, info->height, rng);
+            AugmentPlan aug = plan_augment(o.augment, info->width, info->height, rng, o.crop);
             int denom = info->format == ImageFormat::kJpeg
                             ? choose_scale_denom(aug.crop, o.sample.width, o.sample.height)
                             : 1;

@@ -58,6 +58,21 @@ class ShardSource final : public SampleSource {
     return Status();
   }
 
+  Result<std::string> key(uint64_t id) const override {
+    if (id >= size_) return out_of_range_error(fmt::format("record {} of {}", id, size_));
+    auto [file, index] = locate(id);
+    if (keys_.key.empty()) return std::string();
+    std::string buffer;
+    std::string_view record;
+    SLUICE_RETURN_IF_ERROR(files_[file]->read(index, &buffer, &record));
+    const std::string_view keys[] = {keys_.key};
+    FeatureView f[1];
+    Status s = find_features(record, keys, 1, f);
+    if (!s.ok()) return s.with_prefix(where_prefix(file, index));
+    if (f[0].kind != Feature::Kind::kBytes || f[0].count == 0) return std::string();
+    return std::string(f[0].first_bytes);
+  }
+
   std::string where(uint64_t id, int64_t* offset) const override {
     auto [file, index] = locate(id);
     *offset = static_cast<int64_t>(files_[file]->index()[index].offset);
@@ -106,6 +121,12 @@ class FolderSource final : public SampleSource {
   std::string where(uint64_t id, int64_t* offset) const override {
     *offset = -1;
     return list_.items[id].path;
+  }
+
+  Result<std::string> key(uint64_t id) const override {
+    if (id >= list_.items.size())
+      return out_of_range_error(fmt::format("file {} of {}", id, list_.items.size()));
+    return list_.items[id].key;
   }
 
  private:

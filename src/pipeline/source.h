@@ -29,6 +29,9 @@ class SampleSource {
   virtual Status read(uint64_t id, std::string* buffer, RawSample* out) const = 0;
   // The file a record lives in, and its byte offset (-1 for image files).
   virtual std::string where(uint64_t id, int64_t* offset) const = 0;
+  // The record's key (options.keys.key, e.g. image/filename; empty where a
+  // record has none), or an image file's path below the tree's root.
+  virtual Result<std::string> key(uint64_t id) const = 0;
   virtual const std::vector<std::string>& classes() const = 0;
   // "shards" or "image folder", for reports.
   virtual std::string kind() const = 0;
