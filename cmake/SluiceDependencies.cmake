@@ -33,3 +33,37 @@ if(SLUICE_BUILD_PYTHON)
   find_package(Python 3 REQUIRED COMPONENTS Interpreter Development.Module)
   find_package(pybind11 CONFIG REQUIRED)
 endif()
+
+# LibTorch for the trainer, never for the rest. Debian's libtorch-dev
+# installs a CMake package; a pip-installed PyTorch (the CUDA build on GPU
+# machines) names its own with torch.utils.cmake_prefix_path.
+set(SLUICE_WITH_TORCH OFF)
+if(NOT SLUICE_TORCH STREQUAL "OFF")
+  find_package(Torch QUIET)
+  if(NOT Torch_FOUND)
+    foreach(py python3 /usr/bin/python3)
+      execute_process(COMMAND ${py} -c "import torch.utils; print(torch.utils.cmake_prefix_path)"
+        OUTPUT_VARIABLE _torch_prefix OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET
+        RESULT_VARIABLE _torch_rc)
+      if(_torch_rc EQUAL 0 AND _torch_prefix)
+        find_package(Torch QUIET PATHS ${_torch_prefix} NO_DEFAULT_PATH)
+        if(Torch_FOUND)
+          break()
+        endif()
+      endif()
+    endforeach()
+  endif()
+  # c10d's Gloo process group needs Gloo's headers (Debian: libgloo-dev).
+  if(Torch_FOUND)
+    find_path(GLOO_INCLUDE_DIR gloo/rendezvous/store.h HINTS ${TORCH_INCLUDE_DIRS})
+  endif()
+  if(Torch_FOUND AND GLOO_INCLUDE_DIR)
+    set(SLUICE_WITH_TORCH ON)
+    message(STATUS "sluice: LibTorch ${Torch_VERSION} found, building sluice-train")
+  elseif(SLUICE_TORCH STREQUAL "ON")
+    message(FATAL_ERROR "SLUICE_TORCH=ON but LibTorch (or Gloo's headers) was not found: "
+      "install libtorch-dev and libgloo-dev, or PyTorch, or configure with -DSLUICE_TORCH=OFF")
+  else()
+    message(STATUS "sluice: LibTorch not found, building without sluice-train")
+  endif()
+endif()

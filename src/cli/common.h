@@ -48,5 +48,6 @@ void register_bench(CLI::App& app, int* exit_code);
 void register_doctor(CLI::App& app, int* exit_code);
 void register_advise(CLI::App& app, int* exit_code);
 void register_top(CLI::App& app, int* exit_code);
+void register_train(CLI::App& app, int* exit_code);
 
 }  // namespace sluice::cli

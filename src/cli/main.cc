@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   sluice::cli::register_doctor(app, &exit_code);
   sluice::cli::register_advise(app, &exit_code);
   sluice::cli::register_top(app, &exit_code);
+  sluice::cli::register_train(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

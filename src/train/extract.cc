@@ -1,0 +1,136 @@
+// extract(): a trained model's features for every sample of a dataset, in
+// storage order, as .npy files that join back to the records.
+#include <fmt/format.h>
+#include <torch/nn.h>
+#include <torch/utils.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include "sluice/train.h"
+#include "train/checkpoint.h"
+#include "train/models.h"
+#include "train/npy.h"
+#include "train/support.h"
+
+namespace sluice {
+namespace {
+
+using json = nlohmann::json;
+
+// FEATURES.npy -> FEATURES.labels.npy, FEATURES.keys.npy
+std::string sibling(const std::string& out, const std::string& what) {
+  std::filesystem::path p(out);
+  std::string stem = p.extension() == ".npy" ? p.stem().string() : p.filename().string();
+  return (p.parent_path() / (stem + "." + what + ".npy")).string();
+}
+
+Result<ExtractSummary> run_extract(const ExtractOptions& o) {
+  if (o.weights.empty()) return invalid_argument_error("--weights is required");
+  if (o.out.empty()) return invalid_argument_error("--out is required");
+  SLUICE_ASSIGN_OR_RETURN(torch::Device device, training::parse_device(o.device, 0));
+  SLUICE_ASSIGN_OR_RETURN(auto autocast, training::autocast_mode(o.amp, device));
+  if (o.threads > 0) torch::set_num_threads(o.threads);
+  SLUICE_ASSIGN_OR_RETURN(json meta, training::read_checkpoint_meta(o.weights));
+
+  // The checkpoint's input: size and normalisation, unless given.
+  PipelineOptions p = o.pipeline;
+  p.augment = AugmentMode::kEval;
+  p.order = Order::kNone;
+  p.drop_last = false;
+  p.rank = 0;
+  p.world_size = 1;
+  if (meta.contains("image_size") && meta["image_size"].size() == 2) {
+    p.sample.width = meta["image_size"][0].get<int>();
+    p.sample.height = meta["image_size"][1].get<int>();
+  }
+  for (int c = 0; c < 3 && meta.contains("mean") && meta.contains("std"); ++c) {
+    p.sample.mean[c] = meta["mean"][c].get<float>();
+    p.sample.std[c] = meta["std"][c].get<float>();
+  }
+  SLUICE_ASSIGN_OR_RETURN(auto pipe, Pipeline::create(p));
+
+  std::vector<std::string> classes = meta.value("classes", std::vector<std::string>{});
+  SLUICE_ASSIGN_OR_RETURN(
+      auto model, training::make_model(meta.value("model", ""), static_cast<int>(classes.size()),
+                                       p.sample.width));
+  SLUICE_RETURN_IF_ERROR(
+      training::read_checkpoint(o.weights, *model, nullptr, nullptr, /*rng=*/false, device));
+  model->eval();
+  std::vector<std::string> names = model->layer_names();
+  if (!o.layer.empty() && std::find(names.begin(), names.end(), o.layer) == names.end()) {
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    return invalid_argument_error(fmt::format("--layer: {} has no layer '{}' (it has: {})",
+                                              meta.value("model", ""), o.layer, list));
+  }
+  if (pipe->classes() != classes && !pipe->classes().empty()) {
+    std::fprintf(stderr,
+                 "extract: note: this data's classes differ from the checkpoint's; labels are "
+                 "the data's\n");
+  }
+
+  ExtractSummary s;
+  s.layer = o.layer.empty() ? "penultimate" : o.layer;
+  s.features_path = o.out;
+  s.labels_path = sibling(o.out, "labels");
+  s.keys_path = sibling(o.out, "keys");
+  std::optional<training::NpyWriter> features;
+  std::optional<training::NpyWriter> labels;
+  std::vector<std::string> keys;
+  torch::NoGradGuard no_grad;
+  auto t0 = std::chrono::steady_clock::now();
+  SLUICE_RETURN_IF_ERROR(pipe->set_epoch(0));
+  for (;;) {
+    auto batch = pipe->next();
+    if (batch.status().code() == StatusCode::kOutOfRange) break;
+    if (!batch.ok()) return batch.status();
+    torch::Tensor x = training::batch_images(*batch, p.sample, device);
+    torch::Tensor f;
+    {
+      training::AutocastScope scope(autocast);
+      f = model->features(x, o.layer);
+    }
+    f = f.to(torch::kCPU, o.float16 ? torch::kHalf : torch::kFloat).contiguous();
+    if (!features) {
+      s.dim = f.size(1);
+      SLUICE_ASSIGN_OR_RETURN(auto w, training::NpyWriter::create(o.out, o.float16 ? "<f2" : "<f4",
+                                                                  s.dim, o.float16 ? 2 : 4));
+      features.emplace(std::move(w));
+      SLUICE_ASSIGN_OR_RETURN(auto l, training::NpyWriter::create(s.labels_path, "<i8", 1, 8));
+      labels.emplace(std::move(l));
+    }
+    SLUICE_RETURN_IF_ERROR(features->append(f.data_ptr(), f.size(0)));
+    SLUICE_RETURN_IF_ERROR(labels->append(batch->labels(), static_cast<int64_t>(batch->size())));
+    for (size_t i = 0; i < batch->size(); ++i) {
+      SLUICE_ASSIGN_OR_RETURN(std::string key, pipe->record_key(batch->sample_ids()[i]));
+      keys.push_back(std::move(key));
+    }
+    s.rows += batch->size();
+    if (!o.quiet && batch->index() % 20 == 19) {
+      std::fprintf(stderr, "  extract: %llu of %llu\n", static_cast<unsigned long long>(s.rows),
+                   static_cast<unsigned long long>(pipe->samples_per_epoch()));
+    }
+  }
+  if (!features) return invalid_argument_error("the data has no samples to extract");
+  SLUICE_RETURN_IF_ERROR(features->finish());
+  SLUICE_RETURN_IF_ERROR(labels->finish());
+  SLUICE_RETURN_IF_ERROR(training::write_npy_strings(s.keys_path, keys));
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  s.images_per_second = s.rows / std::max(1e-9, secs);
+  return s;
+}
+
+}  // namespace
+
+Result<ExtractSummary> extract(const ExtractOptions& options) {
+  try {
+    return run_extract(options);
+  } catch (const c10::Error& e) {
+    return internal_error(std::string("LibTorch: ") + e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    return internal_error(std::string("LibTorch: ") + e.what());
+  }
+}
+
+}  // namespace sluice

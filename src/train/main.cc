@@ -1,0 +1,322 @@
+// sluice-train: `sluice train` and `sluice extract` (the sluice binary hands
+// these two commands to this one, so that only they load LibTorch).
+//
+// `--gpus N` / `--procs N` start N ranks of this same command on this
+// machine (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT set for
+// each), as torchrun would; under torchrun, srun or mpirun it runs as the
+// rank the environment names.
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sluice/pipeline_options.h"
+#include "sluice/train.h"
+
+namespace sluice {
+namespace {
+
+constexpr int kExitOk = 0, kExitFailure = 1, kExitUsage = 2, kExitInterrupted = 130;
+
+std::atomic<bool> g_stop{false};
+std::vector<pid_t> g_children;
+
+void on_stop_signal(int sig) {
+  if (!g_children.empty()) {
+    for (pid_t c : g_children) ::kill(c, sig);
+    return;
+  }
+  if (g_stop.exchange(true)) {
+    // A second Ctrl-C: stop now, without the checkpoint.
+    ::signal(sig, SIG_DFL);
+    ::raise(sig);
+  }
+  static const char msg[] =
+      "\nsluice train: stopping after this step (checkpoint and logs are flushed; Ctrl-C again "
+      "to stop at once)\n";
+  (void)!::write(STDERR_FILENO, msg, sizeof(msg) - 1);
+}
+
+void install_stop_handler() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+}
+
+// A free TCP port on the loopback interface for the rendezvous.
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 29500;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof(a);
+  int port = 29500;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+// Starts `n` ranks of this command and waits for them. The first rank to
+// fail takes the others down (they would wait on it in a collective).
+int launch_ranks(int n, char** argv) {
+  std::string port = std::to_string(free_port());
+  install_stop_handler();
+  for (int r = 0; r < n; ++r) {
+    pid_t pid = ::fork();
+    if (pid < 0) {
+      std::perror("sluice train: fork");
+      for (pid_t c : g_children) ::kill(c, SIGTERM);
+      return kExitFailure;
+    }
+    if (pid == 0) {
+      ::setenv("RANK", std::to_string(r).c_str(), 1);
+      ::setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
+      ::setenv("WORLD_SIZE", std::to_string(n).c_str(), 1);
+      ::setenv("LOCAL_WORLD_SIZE", std::to_string(n).c_str(), 1);
+      ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+      ::setenv("MASTER_PORT", port.c_str(), 1);
+      ::execv("/proc/self/exe", argv);
+      std::perror("sluice train: exec");
+      ::_exit(127);
+    }
+    g_children.push_back(pid);
+  }
+  int result = kExitOk;
+  size_t left = g_children.size();
+  while (left > 0) {
+    int status = 0;
+    pid_t pid = ::wait(&status);
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    --left;
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (code != kExitOk && result == kExitOk) {
+      result = code;
+      for (pid_t c : g_children) {
+        if (c != pid) ::kill(c, SIGTERM);
+      }
+    }
+  }
+  return result;
+}
+
+// The pipeline's options by name, from the shared table (pipeline_option_specs()).
+void add_pipeline_options(CLI::App* sub, std::map<std::string, std::string>* values,
+                          const std::map<std::string, std::string>& defaults) {
+  for (const OptionSpec& spec : pipeline_option_specs()) {
+    // The process group sets these.
+    if (spec.name == "rank" || spec.name == "world_size") continue;
+    auto d = defaults.find(spec.name);
+    std::string def = d != defaults.end() ? d->second : spec.default_value;
+    std::string help = spec.help + (def.empty() ? "" : " [" + def + "]");
+    sub->add_option_function<std::string>(
+        spec.flag, [values, name = spec.name](const std::string& v) { (*values)[name] = v; }, help);
+  }
+}
+
+Status apply_options(const std::map<std::string, std::string>& values,
+                     const std::map<std::string, std::string>& defaults, PipelineOptions* p) {
+  std::map<std::string, std::string> all = defaults;
+  for (const auto& [k, v] : values) all[k] = v;
+  for (const OptionSpec& spec : pipeline_option_specs()) {
+    auto it = all.find(spec.name);
+    if (it == all.end()) continue;
+    Status s = spec.set(it->second, p);
+    if (!s.ok()) {
+      return invalid_argument_error(spec.flag + " " +
+                                    std::string(s.message()).substr(spec.name.size() + 2));
+    }
+  }
+  return Status();
+}
+
+int report(const char* command, const Status& s) {
+  std::string who;
+  if (const char* r = std::getenv("RANK"); r != nullptr && std::getenv("WORLD_SIZE") != nullptr &&
+                                           std::string(std::getenv("WORLD_SIZE")) != "1") {
+    who = std::string("rank ") + r + ": ";
+  }
+  std::fprintf(stderr, "sluice %s: %s%s\n", command, who.c_str(), std::string(s.message()).c_str());
+  return s.code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
+}
+
+struct TrainCli {
+  std::string data;
+  std::vector<std::string> val;
+  std::map<std::string, std::string> values;
+  TrainOptions o;
+  std::string amp = "off";
+  int gpus = 0, procs = 0;
+  bool pad = false;
+};
+
+// Training defaults differ from bench's where a trainer needs them to: a
+// smaller batch, and samples that fail to decode are skipped with a warning.
+const std::map<std::string, std::string>& train_defaults() {
+  static const std::map<std::string, std::string> d = {{"batch_size", "64"}};
+  return d;
+}
+
+int run_train(TrainCli& c, char** argv) {
+  int ranks = std::max(c.gpus, c.procs);
+  if (c.gpus > 0 && c.procs > 0) {
+    return report("train", invalid_argument_error("give --gpus or --procs, not both"));
+  }
+  if (c.gpus > 0 && c.o.device == "cpu") c.o.device = "cuda";
+  if (ranks > 1 && std::getenv("RANK") == nullptr) return launch_ranks(ranks, argv);
+
+  c.o.pipeline.sources = {c.data};
+  if (Status s = apply_options(c.values, train_defaults(), &c.o.pipeline); !s.ok()) {
+    return report("train", s);
+  }
+  if (c.pad) c.o.pipeline.drop_last = false;
+  c.o.val_sources = c.val;
+  auto amp = parse_amp(c.amp);
+  if (!amp.ok()) return report("train", amp.status());
+  c.o.amp = *amp;
+  c.o.stop = &g_stop;
+  install_stop_handler();
+  auto r = train(c.o);
+  if (!r.ok()) return report("train", r.status());
+  bool leader = std::getenv("RANK") == nullptr || std::string(std::getenv("RANK")) == "0";
+  if (leader && !c.o.quiet) {
+    if (!r->epochs.empty()) {
+      const EpochSummary& e = r->epochs.back();
+      if (e.val_accuracy >= 0) {
+        std::printf("held-out accuracy: %.1f%% (loss %.4f) after %d epoch%s\n",
+                    100 * e.val_accuracy, e.val_loss, e.epoch, e.epoch == 1 ? "" : "s");
+      }
+    }
+    if (!r->event_file.empty())
+      std::printf("TensorBoard: tensorboard --logdir %s\n", c.o.logdir.c_str());
+    if (!r->checkpoint.empty()) std::printf("checkpoint: %s\n", r->checkpoint.c_str());
+  }
+  if (g_stop.load()) return kExitInterrupted;
+  return kExitOk;
+}
+
+struct ExtractCli {
+  std::string data;
+  std::map<std::string, std::string> values;
+  ExtractOptions o;
+  std::string amp = "off";
+  std::string dtype = "float32";
+};
+
+int run_extract(ExtractCli& c) {
+  c.o.pipeline.sources = {c.data};
+  if (Status s = apply_options(c.values, train_defaults(), &c.o.pipeline); !s.ok()) {
+    return report("extract", s);
+  }
+  if (c.dtype != "float32" && c.dtype != "float16") {
+    return report("extract", invalid_argument_error("--features: expected float32 or float16"));
+  }
+  c.o.float16 = c.dtype == "float16";
+  auto amp = parse_amp(c.amp);
+  if (!amp.ok()) return report("extract", amp.status());
+  c.o.amp = *amp;
+  auto r = extract(c.o);
+  if (!r.ok()) return report("extract", r.status());
+  if (!c.o.quiet) {
+    std::printf("%llu rows of %lld %s features (%s layer), %.0f images/s\n",
+                static_cast<unsigned long long>(r->rows), static_cast<long long>(r->dim),
+                c.o.float16 ? "float16" : "float32", r->layer.c_str(), r->images_per_second);
+    std::printf("features: %s\nlabels:   %s\nkeys:     %s\n", r->features_path.c_str(),
+                r->labels_path.c_str(), r->keys_path.c_str());
+  }
+  return kExitOk;
+}
+
+}  // namespace
+}  // namespace sluice
+
+int main(int argc, char** argv) {
+  using namespace sluice;
+  CLI::App app{"sluice-train: training and feature extraction on LibTorch, fed by sluice"};
+  app.require_subcommand(1);
+  int exit_code = kExitOk;
+
+  auto t = std::make_shared<TrainCli>();
+  CLI::App* train_cmd = app.add_subcommand("train", "Train an image classifier on a dataset");
+  train_cmd->add_option("data", t->data, "Dataset folder, record files, or an ImageFolder tree")
+      ->required();
+  add_pipeline_options(train_cmd, &t->values, train_defaults());
+  TrainOptions& o = t->o;
+  train_cmd->add_option("--model", o.model, "seed-cnn | resnet18 | resnet50")
+      ->capture_default_str();
+  train_cmd->add_option("--epochs", o.epochs, "Epochs")->capture_default_str();
+  train_cmd->add_option("--lr", o.lr, "Peak learning rate")->capture_default_str();
+  train_cmd->add_option("--optimizer", o.optimizer, "sgd | adam | adamw")->capture_default_str();
+  train_cmd->add_option("--momentum", o.momentum, "SGD momentum")->capture_default_str();
+  train_cmd->add_option("--weight-decay", o.weight_decay, "Weight decay")->capture_default_str();
+  train_cmd->add_option("--schedule", o.schedule, "cosine | step | constant")
+      ->capture_default_str();
+  train_cmd->add_option("--warmup", o.warmup_epochs, "Linear warm-up, in epochs")
+      ->capture_default_str();
+  train_cmd->add_option("--step-size", o.step_size, "Schedule step: epochs between decays")
+      ->capture_default_str();
+  train_cmd->add_option("--step-gamma", o.step_gamma, "Schedule step: the decay factor")
+      ->capture_default_str();
+  train_cmd->add_option("--amp", t->amp, "Mixed precision: off | bf16 | fp16 (fp16: CUDA)")
+      ->capture_default_str();
+  train_cmd->add_option("--device", o.device, "cpu | cuda | cuda:N")->capture_default_str();
+  train_cmd->add_option("--gpus", t->gpus, "Start one rank per GPU on this machine (NCCL)");
+  train_cmd->add_option("--procs", t->procs, "Start N ranks on this machine (Gloo on CPUs)");
+  train_cmd->add_option("--val", t->val, "Held-out data (default: the dataset's val split)");
+  train_cmd->add_option("--logdir", o.logdir, "TensorBoard scalars here (rank 0)");
+  train_cmd->add_option("--checkpoint-dir", o.checkpoint_dir,
+                        "Write last.pt here every epoch (rank 0)");
+  train_cmd->add_option("--checkpoint-every", o.checkpoint_every, "Also every N steps");
+  train_cmd->add_flag("--resume", o.resume, "Continue from --checkpoint-dir's last.pt");
+  train_cmd->add_option("--max-steps", o.max_steps, "Stop after N steps in all, with a checkpoint");
+  train_cmd->add_option("--threads", o.threads, "LibTorch's threads (default: its own)");
+  train_cmd->add_option("--log-every", o.log_every, "Steps between progress lines")
+      ->capture_default_str();
+  train_cmd->add_flag("--pad", t->pad, "Keep the last partial batch (pad the epoch)");
+  train_cmd->add_flag("-q,--quiet", o.quiet, "Only errors");
+  train_cmd->callback([t, &exit_code, argv] { exit_code = run_train(*t, argv); });
+
+  auto e = std::make_shared<ExtractCli>();
+  CLI::App* extract_cmd =
+      app.add_subcommand("extract", "Write a trained model's features for every sample");
+  extract_cmd->add_option("data", e->data, "Dataset folder, record files, or an ImageFolder tree")
+      ->required();
+  add_pipeline_options(extract_cmd, &e->values, train_defaults());
+  extract_cmd->add_option("--weights", e->o.weights, "A checkpoint from sluice train")->required();
+  extract_cmd->add_option("--out", e->o.out, "FEATURES.npy (+ .labels.npy, .keys.npy)")->required();
+  extract_cmd->add_option("--layer", e->o.layer, "Layer (default: the penultimate)");
+  extract_cmd->add_option("--features", e->dtype, "float32 | float16")->capture_default_str();
+  extract_cmd->add_option("--amp", e->amp, "off | bf16 | fp16")->capture_default_str();
+  extract_cmd->add_option("--device", e->o.device, "cpu | cuda | cuda:N")->capture_default_str();
+  extract_cmd->add_option("--threads", e->o.threads, "LibTorch's threads");
+  extract_cmd->add_flag("-q,--quiet", e->o.quiet, "Only errors");
+  extract_cmd->callback([e, &exit_code] { exit_code = run_extract(*e); });
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& err) {
+    int rc = app.exit(err);
+    return rc == 0 ? 0 : kExitUsage;
+  }
+  return exit_code;
+}

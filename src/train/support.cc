@@ -1,0 +1,168 @@
+#include "train/support.h"
+
+#include <ATen/autocast_mode.h>
+#include <fmt/format.h>
+#include <torch/cuda.h>
+
+#include <charconv>
+#include <filesystem>
+
+#include "sluice/gpu_monitor.h"
+
+namespace sluice::training {
+
+Result<torch::Device> parse_device(const std::string& name, int local_rank) {
+  if (name == "cpu") return torch::Device(torch::kCPU);
+  if (name != "cuda" && name.rfind("cuda:", 0) != 0) {
+    return invalid_argument_error("--device: unknown value '" + name +
+                                  "' (expected cpu, cuda or cuda:N)");
+  }
+  int index = local_rank;
+  if (name.size() > 5) {
+    auto [end, ec] = std::from_chars(name.data() + 5, name.data() + name.size(), index);
+    if (ec != std::errc() || end != name.data() + name.size() || index < 0) {
+      return invalid_argument_error("--device: '" + name + "' is not cuda:N");
+    }
+  }
+  if (!torch::cuda::is_available()) {
+    return failed_precondition_error(
+        "--device " + name +
+        ": this LibTorch sees no CUDA GPU (a CPU-only build, or no driver); `sluice doctor` "
+        "says which");
+  }
+  auto count = static_cast<int>(torch::cuda::device_count());
+  if (index >= count) {
+    return invalid_argument_error(
+        fmt::format("--device {}: GPU {} of {} does not exist", name, index, count));
+  }
+  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
+}
+
+Result<AutocastScope::Mode> autocast_mode(Amp amp, const torch::Device& device) {
+  AutocastScope::Mode m;
+  m.cuda = device.is_cuda();
+  switch (amp) {
+    case Amp::kOff: return m;
+    case Amp::kBFloat16: m.dtype = torch::kBFloat16; break;
+    case Amp::kFloat16:
+      if (!m.cuda) {
+        return invalid_argument_error(
+            "--amp fp16 runs on CUDA only (LibTorch's CPU autocast is bf16); use --amp bf16 on "
+            "the CPU");
+      }
+      m.dtype = torch::kHalf;
+      break;
+  }
+  m.enabled = true;
+  return m;
+}
+
+AutocastScope::AutocastScope(const Mode& mode) : mode_(mode) {
+  if (!mode_.enabled) return;
+  if (mode_.cuda) {
+    was_enabled_ = at::autocast::is_enabled();
+    was_dtype_ = at::autocast::get_autocast_gpu_dtype();
+    at::autocast::set_autocast_gpu_dtype(mode_.dtype);
+    at::autocast::set_enabled(true);
+  } else {
+    was_enabled_ = at::autocast::is_cpu_enabled();
+    was_dtype_ = at::autocast::get_autocast_cpu_dtype();
+    at::autocast::set_autocast_cpu_dtype(mode_.dtype);
+    at::autocast::set_cpu_enabled(true);
+  }
+  at::autocast::increment_nesting();
+}
+
+AutocastScope::~AutocastScope() {
+  if (!mode_.enabled) return;
+  if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+  if (mode_.cuda) {
+    at::autocast::set_enabled(was_enabled_);
+    at::autocast::set_autocast_gpu_dtype(was_dtype_);
+  } else {
+    at::autocast::set_cpu_enabled(was_enabled_);
+    at::autocast::set_autocast_cpu_dtype(was_dtype_);
+  }
+}
+
+torch::Tensor batch_images(const Batch& batch, const SampleSpec& spec,
+                           const torch::Device& device) {
+  torch::ScalarType type = torch::kFloat;
+  switch (spec.dtype) {
+    case DType::kUint8: type = torch::kByte; break;
+    case DType::kFloat32: type = torch::kFloat; break;
+    case DType::kFloat16: type = torch::kHalf; break;
+    case DType::kBFloat16: type = torch::kBFloat16; break;
+  }
+  const auto n = static_cast<int64_t>(batch.size());
+  void* data = const_cast<void*>(batch.data());  // read only: no op here writes its input
+  torch::Tensor x;
+  if (spec.layout == Layout::kNCHW) {
+    x = torch::from_blob(data, {n, 3, spec.height, spec.width}, type);
+  } else {
+    x = torch::from_blob(data, {n, spec.height, spec.width, 3}, type).permute({0, 3, 1, 2});
+  }
+  if (device.is_cuda()) x = x.to(device, /*non_blocking=*/true);
+  if (type == torch::kByte) {
+    auto opts = torch::TensorOptions().dtype(torch::kFloat).device(device);
+    torch::Tensor mean = torch::tensor({spec.mean[0], spec.mean[1], spec.mean[2]}, opts);
+    torch::Tensor std = torch::tensor({spec.std[0], spec.std[1], spec.std[2]}, opts);
+    x = (x.to(torch::kFloat).div(255.0f) - mean.view({1, 3, 1, 1})) / std.view({1, 3, 1, 1});
+  }
+  return x;
+}
+
+torch::Tensor batch_labels(const Batch& batch, const torch::Device& device) {
+  // A copy: labels are tiny, and the loss must not see the slot reused.
+  torch::Tensor y = torch::from_blob(const_cast<int64_t*>(batch.labels()),
+                                     {static_cast<int64_t>(batch.size())}, torch::kLong)
+                        .clone();
+  return device.is_cuda() ? y.to(device) : y;
+}
+
+Result<std::unique_ptr<Pipeline>> open_val_pipeline(const TrainOptions& o,
+                                                    const PipelineOptions& train_options) {
+  PipelineOptions v = train_options;
+  v.augment = AugmentMode::kEval;
+  v.order = Order::kNone;
+  v.drop_last = false;
+  v.trace = false;
+  if (!o.val_sources.empty()) {
+    v.sources = o.val_sources;
+    // A dataset folder given with --val: its val split (or its only one).
+    v.split = o.val_split;
+    auto p = Pipeline::create(v);
+    if (!p.ok() && p.status().code() == StatusCode::kNotFound) {
+      v.split = "train";
+      auto q = Pipeline::create(v);
+      if (q.ok()) return q;
+    }
+    if (!p.ok()) return p.status().with_prefix("--val");
+    return p;
+  }
+  // The training dataset folder's own val split, when it has one.
+  std::error_code ec;
+  if (train_options.sources.size() != 1 ||
+      !std::filesystem::exists(std::filesystem::path(train_options.sources[0]) / "dataset.json",
+                               ec) ||
+      train_options.split == o.val_split) {
+    return std::unique_ptr<Pipeline>();
+  }
+  v.split = o.val_split;
+  auto p = Pipeline::create(v);
+  if (!p.ok() && p.status().code() == StatusCode::kNotFound) return std::unique_ptr<Pipeline>();
+  return p;
+}
+
+void log_gpu_scalars(const torch::Device& device,
+                     const std::function<void(const std::string&, double)>& log) {
+  if (!device.is_cuda()) return;
+  static GpuMonitor* monitor = GpuMonitor::open().release();  // lives as long as the process
+  if (monitor == nullptr) return;
+  auto usage = monitor->sample(device.index());
+  if (!usage.ok()) return;
+  log("gpu/utilisation", usage->utilisation);
+  log("gpu/memory_used_gib", static_cast<double>(usage->memory_used) / (1ull << 30));
+}
+
+}  // namespace sluice::training

@@ -1,0 +1,506 @@
+// train(): the pipeline feeding a LibTorch model, data parallel over c10d,
+// with autocast, loss scaling, schedules, TensorBoard scalars and
+// checkpoints that resume exactly.
+#include <ATen/autocast_mode.h>
+#include <fmt/format.h>
+#include <torch/nn/functional/loss.h>
+#include <torch/optim.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <numbers>
+
+#include "sluice/telemetry.h"
+#include "sluice/train.h"
+#include "train/checkpoint.h"
+#include "train/distributed.h"
+#include "train/models.h"
+#include "train/scaler.h"
+#include "train/support.h"
+
+namespace sluice {
+
+Result<Amp> parse_amp(std::string_view name) {
+  if (name == "off" || name == "fp32") return Amp::kOff;
+  if (name == "bf16" || name == "bfloat16") return Amp::kBFloat16;
+  if (name == "fp16" || name == "float16") return Amp::kFloat16;
+  return invalid_argument_error("--amp: unknown value '" + std::string(name) +
+                                "' (expected off, bf16 or fp16)");
+}
+
+std::string_view amp_name(Amp amp) {
+  switch (amp) {
+    case Amp::kOff: return "off";
+    case Amp::kBFloat16: return "bf16";
+    case Amp::kFloat16: return "fp16";
+  }
+  return "?";
+}
+
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+using training::Communicator;
+using training::GradientBuckets;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// The learning rate at `t` epochs into training (fractional).
+double scheduled_lr(const TrainOptions& o, double t) {
+  double w = o.warmup_epochs;
+  if (w > 0 && t < w) return o.lr * (0.1 + 0.9 * t / w);
+  if (o.schedule == "cosine") {
+    double span = std::max(1e-9, o.epochs - w);
+    return o.lr * 0.5 * (1 + std::cos(std::numbers::pi * std::min(1.0, (t - w) / span)));
+  }
+  if (o.schedule == "step") return o.lr * std::pow(o.step_gamma, std::floor(t / o.step_size));
+  return o.lr;
+}
+
+Result<std::unique_ptr<torch::optim::Optimizer>> make_optimizer(
+    const TrainOptions& o, const std::vector<torch::Tensor>& params) {
+  if (o.optimizer == "sgd") {
+    return std::unique_ptr<torch::optim::Optimizer>(std::make_unique<torch::optim::SGD>(
+        params, torch::optim::SGDOptions(o.lr).momentum(o.momentum).weight_decay(o.weight_decay)));
+  }
+  if (o.optimizer == "adam") {
+    return std::unique_ptr<torch::optim::Optimizer>(std::make_unique<torch::optim::Adam>(
+        params, torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay)));
+  }
+  if (o.optimizer == "adamw") {
+    return std::unique_ptr<torch::optim::Optimizer>(std::make_unique<torch::optim::AdamW>(
+        params, torch::optim::AdamWOptions(o.lr).weight_decay(o.weight_decay)));
+  }
+  return invalid_argument_error("--optimizer: unknown value '" + o.optimizer +
+                                "' (expected sgd, adam or adamw)");
+}
+
+Status check_options(const TrainOptions& o) {
+  if (o.epochs < 1) return invalid_argument_error("--epochs must be at least 1");
+  if (!(o.lr > 0)) return invalid_argument_error("--lr must be positive");
+  if (o.schedule != "cosine" && o.schedule != "step" && o.schedule != "constant") {
+    return invalid_argument_error("--schedule: unknown value '" + o.schedule +
+                                  "' (expected cosine, step or constant)");
+  }
+  if (o.warmup_epochs < 0 || o.warmup_epochs > o.epochs) {
+    return invalid_argument_error("--warmup must be between 0 and --epochs");
+  }
+  if (o.step_size < 1) return invalid_argument_error("--step-size must be at least 1");
+  if (o.checkpoint_every < 0) return invalid_argument_error("--checkpoint-every must be >= 0");
+  if (o.resume && o.checkpoint_dir.empty()) {
+    return invalid_argument_error("--resume needs --checkpoint-dir");
+  }
+  return Status();
+}
+
+// What one step adds up over ranks (GradientBuckets' extra values).
+enum Extra : int64_t { kLossSum, kCorrect, kSeen, kStop, kExtraCount };
+
+struct Running {
+  double loss_sum = 0, correct = 0, seen = 0;
+  double wait = 0, busy = 0;  // rank 0's seconds waiting for data / in steps
+  void add(const torch::Tensor& r) {
+    auto a = r.accessor<float, 1>();
+    loss_sum += a[kLossSum];
+    correct += a[kCorrect];
+    seen += a[kSeen];
+  }
+};
+
+class Trainer {
+ public:
+  explicit Trainer(const TrainOptions& o) : o_(o) {}
+
+  Result<TrainSummary> run();
+
+ private:
+  Status setup();
+  Status resume();
+  Result<bool> train_epoch(int epoch);  // false: stopped
+  Status validate(EpochSummary* e);
+  Status checkpoint(int epoch, uint64_t batches_done);
+  json meta(int epoch, uint64_t batches_done) const;
+  bool leader() const { return comm_->rank() == 0; }
+  void log_scalar(const std::string& tag, double v, int64_t step) {
+    if (tb_) (void)tb_->add_scalar(tag, static_cast<float>(v), step, wall_time());
+  }
+  static double wall_time() {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+
+  TrainOptions o_;
+  torch::Device device_{torch::kCPU};
+  std::unique_ptr<Communicator> comm_;
+  std::unique_ptr<Pipeline> pipe_, val_;
+  std::shared_ptr<training::ClassifierImpl> model_;
+  std::vector<torch::Tensor> params_;
+  std::unique_ptr<torch::optim::Optimizer> opt_;
+  training::LossScaler scaler_;
+  std::unique_ptr<GradientBuckets> buckets_;
+  std::unique_ptr<TensorBoardWriter> tb_;
+  training::AutocastScope::Mode autocast_{};
+  int64_t step_ = 0;
+  int start_epoch_ = 0;
+  PipelineState resume_state_;
+  bool resume_mid_epoch_ = false;
+  Running resume_running_;
+  Running running_;  // this epoch so far
+  TrainSummary summary_;
+};
+
+Status Trainer::setup() {
+  SLUICE_RETURN_IF_ERROR(check_options(o_));
+  SLUICE_ASSIGN_OR_RETURN(training::DistEnv env, training::dist_env_from_environment());
+  SLUICE_ASSIGN_OR_RETURN(device_, training::parse_device(o_.device, env.local_rank));
+  SLUICE_ASSIGN_OR_RETURN(autocast_, training::autocast_mode(o_.amp, device_));
+  if (o_.threads > 0) torch::set_num_threads(o_.threads);
+  SLUICE_ASSIGN_OR_RETURN(comm_, Communicator::create(env, device_.is_cuda()));
+
+  PipelineOptions p = o_.pipeline;
+  p.rank = comm_->rank();
+  p.world_size = comm_->world_size();
+  SLUICE_ASSIGN_OR_RETURN(pipe_, Pipeline::create(p));
+  if (pipe_->batches_per_epoch() == 0) {
+    return invalid_argument_error(fmt::format(
+        "{} samples per rank make no batch of {}: lower --batch or keep the last batch (--pad)",
+        pipe_->samples_per_epoch(), p.batch_size));
+  }
+  int classes = static_cast<int>(pipe_->classes().size());
+  if (classes == 0) {
+    return invalid_argument_error(
+        "the training data names no classes (dataset.json or an ImageFolder tree gives them)");
+  }
+
+  SLUICE_ASSIGN_OR_RETURN(val_, training::open_val_pipeline(o_, p));
+
+  torch::manual_seed(o_.pipeline.seed);
+  SLUICE_ASSIGN_OR_RETURN(model_, training::make_model(o_.model, classes, p.sample.width));
+  model_->to(device_);
+  params_ = model_->parameters();
+  SLUICE_ASSIGN_OR_RETURN(opt_, make_optimizer(o_, params_));
+  scaler_ = training::LossScaler(o_.amp == Amp::kFloat16);
+  if (o_.resume) SLUICE_RETURN_IF_ERROR(resume());
+  // Every rank starts from rank 0's weights (and buffers: BN statistics).
+  std::vector<torch::Tensor> state = params_;
+  for (auto& b : model_->buffers()) {
+    if (b.is_floating_point()) state.push_back(b);
+  }
+  comm_->broadcast(state);
+  buckets_ = std::make_unique<GradientBuckets>(params_, comm_.get());
+
+  if (leader() && !o_.logdir.empty()) {
+    SLUICE_ASSIGN_OR_RETURN(tb_, TensorBoardWriter::create(o_.logdir));
+    summary_.event_file = tb_->path();
+  }
+  if (leader() && !o_.checkpoint_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o_.checkpoint_dir, ec);
+    if (ec) return errno_error(o_.checkpoint_dir, "cannot create", ec.value());
+  }
+  if (leader() && !o_.quiet) {
+    std::printf(
+        "train: %s on %s, %d classes, %dx%d, %llu samples a rank x %d rank%s, batch %d, "
+        "amp %s, %s lr %g (%s)\n",
+        o_.model.c_str(), device_.str().c_str(), classes, p.sample.width, p.sample.height,
+        static_cast<unsigned long long>(pipe_->samples_per_epoch()), comm_->world_size(),
+        comm_->world_size() > 1 ? "s" : "", p.batch_size, std::string(amp_name(o_.amp)).c_str(),
+        o_.optimizer.c_str(), o_.lr, o_.schedule.c_str());
+    std::fflush(stdout);
+  }
+  return Status();
+}
+
+json Trainer::meta(int epoch, uint64_t batches_done) const {
+  const PipelineOptions& p = o_.pipeline;
+  json m;
+  m["format"] = "sluice checkpoint 1";
+  m["model"] = o_.model;
+  m["classes"] = pipe_->classes();
+  m["image_size"] = {p.sample.width, p.sample.height};
+  m["mean"] = {p.sample.mean[0], p.sample.mean[1], p.sample.mean[2]};
+  m["std"] = {p.sample.std[0], p.sample.std[1], p.sample.std[2]};
+  m["epoch"] = epoch;
+  m["batches_done"] = batches_done;
+  m["batches_per_epoch"] = pipe_->batches_per_epoch();
+  m["step"] = step_;
+  m["world_size"] = comm_->world_size();
+  m["seed"] = p.seed;
+  m["amp"] = std::string(amp_name(o_.amp));
+  m["optimizer"] = o_.optimizer;
+  m["epochs"] = o_.epochs;
+  m["running"] = {running_.loss_sum, running_.correct, running_.seen, running_.wait, running_.busy};
+  return m;
+}
+
+Status Trainer::checkpoint(int epoch, uint64_t batches_done) {
+  if (!leader() || o_.checkpoint_dir.empty()) return Status();
+  std::string path = (std::filesystem::path(o_.checkpoint_dir) / "last.pt").string();
+  SLUICE_RETURN_IF_ERROR(
+      training::write_checkpoint(path, meta(epoch, batches_done), *model_, opt_.get(), &scaler_));
+  summary_.checkpoint = path;
+  return Status();
+}
+
+Status Trainer::resume() {
+  std::string path = (std::filesystem::path(o_.checkpoint_dir) / "last.pt").string();
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    // Nothing to resume from: a first run with --resume starts fresh, so
+    // that one command line serves both (as schedulers restart jobs).
+    if (leader() && !o_.quiet) std::printf("train: no %s yet, starting fresh\n", path.c_str());
+    return Status();
+  }
+  SLUICE_ASSIGN_OR_RETURN(json m, training::read_checkpoint_meta(path));
+  if (m.value("model", "") != o_.model) {
+    return invalid_argument_error(
+        fmt::format("{} holds a {} model, not {}", path, m.value("model", "?"), o_.model));
+  }
+  if (m.value("classes", json::array()) != json(pipe_->classes())) {
+    return invalid_argument_error(path + " was trained on other classes than this data has");
+  }
+  SLUICE_RETURN_IF_ERROR(
+      training::read_checkpoint(path, *model_, opt_.get(), &scaler_, /*rng=*/true, device_));
+  step_ = m.value("step", int64_t{0});
+  int epoch = m.value("epoch", 0);
+  uint64_t done = m.value("batches_done", uint64_t{0});
+  if (done >= pipe_->batches_per_epoch()) {
+    start_epoch_ = epoch + 1;
+  } else {
+    if (m.value("world_size", 1) != comm_->world_size() && done > 0) {
+      return failed_precondition_error(fmt::format(
+          "{} stopped inside epoch {} with {} ranks; resume it with {} ranks (or from an "
+          "epoch's end)",
+          path, epoch, m.value("world_size", 1), m.value("world_size", 1)));
+    }
+    start_epoch_ = epoch;
+    resume_mid_epoch_ = true;
+    resume_state_ = PipelineState{static_cast<uint64_t>(epoch), done};
+    const json& r = m["running"];
+    if (r.is_array() && r.size() == 5) {
+      resume_running_ = {r[0].get<double>(), r[1].get<double>(), r[2].get<double>(),
+                         r[3].get<double>(), r[4].get<double>()};
+    }
+  }
+  if (leader() && !o_.quiet) {
+    std::printf("train: resumed from %s at epoch %d, batch %llu (step %lld)\n", path.c_str(),
+                start_epoch_ + 1, static_cast<unsigned long long>(resume_mid_epoch_ ? done : 0),
+                static_cast<long long>(step_));
+  }
+  return Status();
+}
+
+Result<bool> Trainer::train_epoch(int epoch) {
+  model_->train();
+  const uint64_t per_epoch = pipe_->batches_per_epoch();
+  uint64_t done = 0;
+  running_ = Running();
+  if (resume_mid_epoch_) {
+    SLUICE_RETURN_IF_ERROR(pipe_->restore(resume_state_));
+    done = resume_state_.batches;
+    running_ = resume_running_;
+    resume_mid_epoch_ = false;
+  } else {
+    SLUICE_RETURN_IF_ERROR(pipe_->set_epoch(static_cast<uint64_t>(epoch)));
+  }
+  const PipelineOptions& p = o_.pipeline;
+  auto t_epoch = Clock::now();
+  double epoch_seen_at_start = running_.seen;
+  // The interval between step lines and scalars.
+  Running interval;
+  auto t_interval = Clock::now();
+  auto cpu_interval = sample_process();
+  for (;;) {
+    auto t0 = Clock::now();
+    auto batch = pipe_->next();
+    if (batch.status().code() == StatusCode::kOutOfRange) break;
+    if (!batch.ok()) return batch.status();
+    double waited = seconds_since(t0);
+
+    double lr = scheduled_lr(o_, epoch + static_cast<double>(done) / per_epoch);
+    for (auto& group : opt_->param_groups()) group.options().set_lr(lr);
+
+    torch::Tensor x = training::batch_images(*batch, p.sample, device_);
+    torch::Tensor y = training::batch_labels(*batch, device_);
+    opt_->zero_grad();
+    torch::Tensor loss, correct;
+    {
+      training::AutocastScope autocast(autocast_);
+      torch::Tensor logits = model_->forward(x);
+      loss = torch::nn::functional::cross_entropy(logits, y);
+      correct = logits.argmax(1).eq(y).sum();
+    }
+    bool stop_here = o_.stop != nullptr && o_.stop->load();
+    const auto n = static_cast<float>(batch->size());
+    torch::Tensor extra =
+        torch::stack({loss.detach().to(torch::kFloat).cpu() * n, correct.to(torch::kFloat).cpu(),
+                      torch::tensor(n), torch::tensor(stop_here ? 1.0f : 0.0f)})
+            .to(device_);
+    buckets_->begin(extra);
+    scaler_.scale_loss(loss).backward();
+    torch::Tensor reduced = buckets_->finish().to(torch::kCPU);
+    if (scaler_.unscale_and_update(params_)) opt_->step();
+    at::autocast::clear_cache();
+    batch->release();
+    ++done;
+    ++step_;
+
+    double busy = seconds_since(t0);
+    running_.add(reduced);
+    running_.wait += waited;
+    running_.busy += busy;
+    interval.add(reduced);
+    interval.wait += waited;
+    interval.busy += busy;
+
+    bool stop = reduced.accessor<float, 1>()[kStop] > 0;
+    bool last_step = o_.max_steps >= 0 && step_ >= o_.max_steps;
+    if (leader() && (step_ % o_.log_every == 0 || stop || last_step)) {
+      double secs = seconds_since(t_interval);
+      auto cpu = sample_process();
+      double cores = (cpu.ok() && cpu_interval.ok() && secs > 0)
+                         ? (cpu->cpu_seconds - cpu_interval->cpu_seconds) / secs
+                         : 0;
+      double loss_avg = interval.loss_sum / std::max(1.0, interval.seen);
+      double acc = interval.correct / std::max(1.0, interval.seen);
+      double rate = interval.seen / std::max(1e-9, secs);
+      double wait_share = interval.wait / std::max(1e-9, interval.busy);
+      log_scalar("train/loss", loss_avg, step_);
+      log_scalar("train/accuracy", acc, step_);
+      log_scalar("train/lr", lr, step_);
+      log_scalar("train/images_per_second", rate, step_);
+      log_scalar("train/data_wait_share", wait_share, step_);
+      log_scalar("train/process_cpu_cores", cores, step_);
+      if (scaler_.enabled()) log_scalar("train/loss_scale", scaler_.scale(), step_);
+      training::log_gpu_scalars(
+          device_, [&](const std::string& tag, double v) { log_scalar(tag, v, step_); });
+      if (!o_.quiet) {
+        std::fprintf(stderr,
+                     "  epoch %d  step %lld  batch %llu/%llu  loss %.4f  acc %.1f%%  %.0f img/s  "
+                     "data wait %.1f%%  lr %.4g\n",
+                     epoch + 1, static_cast<long long>(step_),
+                     static_cast<unsigned long long>(done),
+                     static_cast<unsigned long long>(per_epoch), loss_avg, 100 * acc, rate,
+                     100 * wait_share, lr);
+      }
+      interval = Running();
+      t_interval = Clock::now();
+      cpu_interval = cpu;
+    }
+    if (o_.checkpoint_every > 0 && step_ % o_.checkpoint_every == 0 && done < per_epoch) {
+      SLUICE_RETURN_IF_ERROR(checkpoint(epoch, done));
+    }
+    if (stop || last_step) {
+      if (done < per_epoch) {
+        SLUICE_RETURN_IF_ERROR(checkpoint(epoch, done));
+        summary_.stopped = true;
+        if (leader() && !o_.quiet) {
+          std::printf("train: stopped at epoch %d, batch %llu (step %lld)%s%s\n", epoch + 1,
+                      static_cast<unsigned long long>(done), static_cast<long long>(step_),
+                      summary_.checkpoint.empty() ? "" : "; checkpoint ",
+                      summary_.checkpoint.c_str());
+        }
+        return false;
+      }
+      summary_.stopped = true;  // at the epoch's end: finished below, then stop
+      break;
+    }
+  }
+
+  EpochSummary e;
+  e.epoch = epoch + 1;
+  e.steps = step_;
+  e.seconds = seconds_since(t_epoch);
+  e.loss = running_.loss_sum / std::max(1.0, running_.seen);
+  e.accuracy = running_.correct / std::max(1.0, running_.seen);
+  e.images_per_second = (running_.seen - epoch_seen_at_start) / std::max(1e-9, e.seconds);
+  e.data_wait_share = running_.wait / std::max(1e-9, running_.busy);
+  e.lr = scheduled_lr(o_, epoch + 1.0);
+  SLUICE_RETURN_IF_ERROR(validate(&e));
+  summary_.epochs.push_back(e);
+  if (leader()) {
+    log_scalar("epoch/loss", e.loss, e.epoch);
+    log_scalar("epoch/accuracy", e.accuracy, e.epoch);
+    log_scalar("epoch/images_per_second", e.images_per_second, e.epoch);
+    log_scalar("epoch/data_wait_share", e.data_wait_share, e.epoch);
+    if (e.val_accuracy >= 0) {
+      log_scalar("epoch/val_loss", e.val_loss, e.epoch);
+      log_scalar("epoch/val_accuracy", e.val_accuracy, e.epoch);
+    }
+    if (tb_) (void)tb_->flush();
+    if (!o_.quiet) {
+      std::string val = e.val_accuracy >= 0 ? fmt::format("  val loss {:.4f} acc {:.1f}%",
+                                                          e.val_loss, 100 * e.val_accuracy)
+                                            : "";
+      std::printf("epoch %d/%d  loss %.4f  acc %.1f%%%s  %.0f img/s  data wait %.1f%%  %.1f s\n",
+                  e.epoch, o_.epochs, e.loss, 100 * e.accuracy, val.c_str(), e.images_per_second,
+                  100 * e.data_wait_share, e.seconds);
+      std::fflush(stdout);
+    }
+  }
+  SLUICE_RETURN_IF_ERROR(checkpoint(epoch, per_epoch));
+  return !summary_.stopped;
+}
+
+Status Trainer::validate(EpochSummary* e) {
+  if (!val_) return Status();
+  torch::NoGradGuard no_grad;
+  model_->eval();
+  SLUICE_RETURN_IF_ERROR(val_->set_epoch(0));
+  double loss_sum = 0, correct = 0, seen = 0;
+  for (;;) {
+    auto batch = val_->next();
+    if (batch.status().code() == StatusCode::kOutOfRange) break;
+    if (!batch.ok()) return batch.status();
+    torch::Tensor x = training::batch_images(*batch, val_->options().sample, device_);
+    torch::Tensor y = training::batch_labels(*batch, device_);
+    training::AutocastScope autocast(autocast_);
+    torch::Tensor logits = model_->forward(x);
+    loss_sum +=
+        torch::nn::functional::cross_entropy(
+            logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+            .item<double>();
+    correct += logits.argmax(1).eq(y).sum().item<double>();
+    seen += static_cast<double>(batch->size());
+  }
+  at::autocast::clear_cache();
+  torch::Tensor sums = torch::tensor({loss_sum, correct, seen}, torch::kDouble).to(device_);
+  comm_->all_reduce_sum(sums);
+  sums = sums.cpu();
+  double n = std::max(1.0, sums[2].item<double>());
+  e->val_loss = sums[0].item<double>() / n;
+  e->val_accuracy = sums[1].item<double>() / n;
+  model_->train();
+  return Status();
+}
+
+Result<TrainSummary> Trainer::run() {
+  SLUICE_RETURN_IF_ERROR(setup());
+  for (int epoch = start_epoch_; epoch < o_.epochs; ++epoch) {
+    SLUICE_ASSIGN_OR_RETURN(bool go_on, train_epoch(epoch));
+    if (!go_on) break;
+  }
+  summary_.steps = step_;
+  if (tb_) SLUICE_RETURN_IF_ERROR(tb_->close());
+  return summary_;
+}
+
+}  // namespace
+
+Result<TrainSummary> train(const TrainOptions& options) {
+  try {
+    Trainer t(options);
+    return t.run();
+  } catch (const c10::Error& e) {
+    return internal_error(std::string("LibTorch: ") + e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    return internal_error(std::string("LibTorch: ") + e.what());
+  }
+}
+
+}  // namespace sluice
