@@ -157,12 +157,19 @@ Result<std::unique_ptr<Pipeline>> open_val_pipeline(const TrainOptions& o,
 void log_gpu_scalars(const torch::Device& device,
                      const std::function<void(const std::string&, double)>& log) {
   if (!device.is_cuda()) return;
-  static GpuMonitor* monitor = GpuMonitor::open().release();  // lives as long as the process
+  // Opened once, kept for the process; absent NVML means no GPU scalars.
+  static GpuMonitor* monitor = [] {
+    auto m = GpuMonitor::open();
+    return m.ok() ? m->release() : nullptr;
+  }();
   if (monitor == nullptr) return;
-  auto usage = monitor->sample(device.index());
-  if (!usage.ok()) return;
-  log("gpu/utilisation", usage->utilisation);
-  log("gpu/memory_used_gib", static_cast<double>(usage->memory_used) / (1ull << 30));
+  std::vector<GpuSample> samples = monitor->sample();
+  // NVML numbers every GPU; CUDA_VISIBLE_DEVICES may have renumbered them,
+  // so take the device's index only where it exists.
+  size_t i = static_cast<size_t>(device.index());
+  if (i >= samples.size()) return;
+  if (samples[i].utilization >= 0) log("gpu/utilisation", samples[i].utilization / 100.0);
+  log("gpu/memory_used_gib", static_cast<double>(samples[i].memory_used_bytes) / (1ull << 30));
 }
 
 }  // namespace sluice::training
