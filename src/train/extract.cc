@@ -97,7 +97,7 @@ Result<ExtractSummary> run_extract(const ExtractOptions& o) {
       SLUICE_ASSIGN_OR_RETURN(auto w, training::NpyWriter::create(o.out, o.float16 ? "<f2" : "<f4",
                                                                   s.dim, o.float16 ? 2 : 4));
       features.emplace(std::move(w));
-      SLUICE_ASSIGN_OR_RETURN(auto l, training::NpyWriter::create(s.labels_path, "<i8", 1, 8));
+      SLUICE_ASSIGN_OR_RETURN(auto l, training::NpyWriter::create(s.labels_path, "<i8", 0, 8));
       labels.emplace(std::move(l));
     }
     SLUICE_RETURN_IF_ERROR(features->append(f.data_ptr(), f.size(0)));

@@ -43,7 +43,7 @@ Result<NpyWriter> NpyWriter::create(const std::string& path, std::string descr, 
   w.cols_ = cols;
   w.item_bytes_ = item_bytes;
   SLUICE_ASSIGN_OR_RETURN(w.file_, detail::File::create(w.tmp_));
-  std::string header = npy_header(w.descr_, {0, cols}, kReservedHeader);
+  std::string header = npy_header(w.descr_, w.shape(), kReservedHeader);
   SLUICE_RETURN_IF_ERROR(w.file_.write_all(header.data(), header.size()));
   w.at_ = header.size();
   return w;
@@ -57,13 +57,14 @@ NpyWriter::~NpyWriter() {
 }
 
 Status NpyWriter::append(const void* rows, int64_t count) {
-  SLUICE_RETURN_IF_ERROR(file_.write_all(rows, static_cast<size_t>(count * cols_ * item_bytes_)));
+  SLUICE_RETURN_IF_ERROR(file_.write_all(
+      rows, static_cast<size_t>(count * std::max<int64_t>(1, cols_) * item_bytes_)));
   rows_ += count;
   return Status();
 }
 
 Status NpyWriter::finish() {
-  std::string header = npy_header(descr_, {rows_, cols_}, kReservedHeader);
+  std::string header = npy_header(descr_, shape(), kReservedHeader);
   if (header.size() != kReservedHeader) {
     return internal_error(fmt::format("{}: npy header grew to {} bytes", path_, header.size()));
   }

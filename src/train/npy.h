@@ -16,7 +16,8 @@ namespace sluice::training {
 // (temporary name + rename) on finish().
 class NpyWriter {
  public:
-  // `descr` is NumPy's type string ("<f4", "<f2", "<i8"); a row holds `cols` values.
+  // `descr` is NumPy's type string ("<f4", "<f2", "<i8"); a row holds
+  // `cols` values. cols 0: a 1-D array of single values.
   static Result<NpyWriter> create(const std::string& path, std::string descr, int64_t cols,
                                   int item_bytes);
   NpyWriter(NpyWriter&&) = default;
@@ -29,6 +30,9 @@ class NpyWriter {
 
  private:
   NpyWriter() = default;
+  std::vector<int64_t> shape() const {
+    return cols_ > 0 ? std::vector<int64_t>{rows_, cols_} : std::vector<int64_t>{rows_};
+  }
   std::string path_, tmp_, descr_;
   int64_t cols_ = 0, rows_ = 0;
   int item_bytes_ = 0;

@@ -81,6 +81,15 @@ Result<std::unique_ptr<torch::optim::Optimizer>> make_optimizer(
 }
 
 Status check_options(const TrainOptions& o) {
+  const auto& models = training::model_names();
+  if (std::find(models.begin(), models.end(), o.model) == models.end()) {
+    return invalid_argument_error("--model: unknown model '" + o.model +
+                                  "' (expected seed-cnn, resnet18 or resnet50)");
+  }
+  if (o.optimizer != "sgd" && o.optimizer != "adam" && o.optimizer != "adamw") {
+    return invalid_argument_error("--optimizer: unknown value '" + o.optimizer +
+                                  "' (expected sgd, adam or adamw)");
+  }
   if (o.epochs < 1) return invalid_argument_error("--epochs must be at least 1");
   if (!(o.lr > 0)) return invalid_argument_error("--lr must be positive");
   if (o.schedule != "cosine" && o.schedule != "step" && o.schedule != "constant") {
@@ -168,8 +177,9 @@ Status Trainer::setup() {
   SLUICE_ASSIGN_OR_RETURN(pipe_, Pipeline::create(p));
   if (pipe_->batches_per_epoch() == 0) {
     return invalid_argument_error(fmt::format(
-        "{} samples per rank make no batch of {}: lower --batch or keep the last batch (--pad)",
-        pipe_->samples_per_epoch(), p.batch_size));
+        "{} records over {} rank(s) make no full batch of {}: lower --batch or keep the last "
+        "batch (--pad)",
+        pipe_->records(), p.world_size, p.batch_size));
   }
   int classes = static_cast<int>(pipe_->classes().size());
   if (classes == 0) {
@@ -185,15 +195,6 @@ Status Trainer::setup() {
   params_ = model_->parameters();
   SLUICE_ASSIGN_OR_RETURN(opt_, make_optimizer(o_, params_));
   scaler_ = training::LossScaler(o_.amp == Amp::kFloat16);
-  if (o_.resume) SLUICE_RETURN_IF_ERROR(resume());
-  // Every rank starts from rank 0's weights (and buffers: BN statistics).
-  std::vector<torch::Tensor> state = params_;
-  for (auto& b : model_->buffers()) {
-    if (b.is_floating_point()) state.push_back(b);
-  }
-  comm_->broadcast(state);
-  buckets_ = std::make_unique<GradientBuckets>(params_, comm_.get());
-
   if (leader() && !o_.logdir.empty()) {
     SLUICE_ASSIGN_OR_RETURN(tb_, TensorBoardWriter::create(o_.logdir));
     summary_.event_file = tb_->path();
@@ -213,6 +214,15 @@ Status Trainer::setup() {
         o_.optimizer.c_str(), o_.lr, o_.schedule.c_str());
     std::fflush(stdout);
   }
+  if (o_.resume) SLUICE_RETURN_IF_ERROR(resume());
+  // Every rank starts from rank 0's weights (and buffers: BN statistics).
+  std::vector<torch::Tensor> state = params_;
+  for (auto& b : model_->buffers()) {
+    if (b.is_floating_point()) state.push_back(b);
+  }
+  comm_->broadcast(state);
+  buckets_ = std::make_unique<GradientBuckets>(params_, comm_.get());
+
   return Status();
 }
 
@@ -360,7 +370,7 @@ Result<bool> Trainer::train_epoch(int epoch) {
 
     bool stop = reduced.accessor<float, 1>()[kStop] > 0;
     bool last_step = o_.max_steps >= 0 && step_ >= o_.max_steps;
-    if (leader() && (step_ % o_.log_every == 0 || stop || last_step)) {
+    if (leader() && (step_ % o_.log_every == 0 || stop || last_step || done == per_epoch)) {
       double secs = seconds_since(t_interval);
       auto cpu = sample_process();
       double cores = (cpu.ok() && cpu_interval.ok() && secs > 0)
@@ -444,6 +454,11 @@ Result<bool> Trainer::train_epoch(int epoch) {
     }
   }
   SLUICE_RETURN_IF_ERROR(checkpoint(epoch, per_epoch));
+  if (summary_.stopped && leader() && !o_.quiet) {
+    std::printf("train: stopped at the end of epoch %d (step %lld)%s%s\n", epoch + 1,
+                static_cast<long long>(step_), summary_.checkpoint.empty() ? "" : "; checkpoint ",
+                summary_.checkpoint.c_str());
+  }
   return !summary_.stopped;
 }
 

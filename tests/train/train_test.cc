@@ -270,7 +270,7 @@ TEST_F(TrainTest, BadOptionsSayWhich) {
   EXPECT_NE(train(o).status().message().find("--checkpoint-dir"), std::string::npos);
   o = options();
   o.pipeline.batch_size = 1000;
-  EXPECT_NE(train(o).status().message().find("no batch"), std::string::npos);
+  EXPECT_NE(train(o).status().message().find("no full batch"), std::string::npos);
 }
 
 TEST_F(TrainTest, ResumeRefusesAnotherModelAndDamagedCheckpoints) {
