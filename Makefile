@@ -16,7 +16,7 @@ build: bootstrap
 
 demo: bootstrap
 	cmake --preset release >/dev/null
-	cmake --build --preset release --target sluice
+	cmake --build --preset release --target sluice $$(grep -q 'SLUICE_WITH_TORCH_BUILT:INTERNAL=ON' build/release/CMakeCache.txt && echo sluice-train)
 	./scripts/demo.sh build/release/src/cli/sluice $(DEMO_DIR)
 
 test: bootstrap

@@ -67,3 +67,5 @@ if(NOT SLUICE_TORCH STREQUAL "OFF")
     message(STATUS "sluice: LibTorch not found, building without sluice-train")
   endif()
 endif()
+# Recorded for `make demo`, which builds sluice-train only where it exists.
+set(SLUICE_WITH_TORCH_BUILT ${SLUICE_WITH_TORCH} CACHE INTERNAL "sluice-train is built")

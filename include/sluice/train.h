@@ -54,6 +54,9 @@ struct TrainOptions {
   int64_t max_steps = -1;        // stop (with a checkpoint) after N steps in all
   int threads = 0;               // LibTorch's intra-op threads (0: its default)
   int log_every = 20;            // steps between progress lines and step scalars
+  // Feed one random batch, made once on the device, instead of the data:
+  // the compute-only ceiling the pipeline is measured against.
+  bool synthetic_data = false;
   bool quiet = false;
   // Set from a signal handler (Ctrl-C): train() stops after the current
   // step, on every rank, with a checkpoint.
@@ -69,6 +72,7 @@ struct EpochSummary {
   double data_wait_share = 0;              // of rank 0's step time
   double seconds = 0;
   double lr = 0;
+  double gpu_utilisation = -1;  // mean of NVML's samples (-1: no GPU or no NVML)
 };
 
 struct TrainSummary {

@@ -70,6 +70,11 @@ Result<ExtractSummary> run_extract(const ExtractOptions& o) {
                  "the data's\n");
   }
 
+  if (auto parent = std::filesystem::path(o.out).parent_path(); !parent.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(parent, ec);
+    if (ec) return errno_error(parent.string(), "cannot create", ec.value());
+  }
   ExtractSummary s;
   s.layer = o.layer.empty() ? "penultimate" : o.layer;
   s.features_path = o.out;

@@ -292,6 +292,8 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--threads", o.threads, "LibTorch's threads (default: its own)");
   train_cmd->add_option("--log-every", o.log_every, "Steps between progress lines")
       ->capture_default_str();
+  train_cmd->add_flag("--synthetic", o.synthetic_data,
+                      "Train on one random batch made on the device (the compute-only ceiling)");
   train_cmd->add_flag("--pad", t->pad, "Keep the last partial batch (pad the epoch)");
   train_cmd->add_flag("-q,--quiet", o.quiet, "Only errors");
   train_cmd->callback([t, &exit_code, argv] { exit_code = run_train(*t, argv); });

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <numbers>
+#include <optional>
 
 #include "sluice/telemetry.h"
 #include "sluice/train.h"
@@ -160,6 +161,9 @@ class Trainer {
   bool resume_mid_epoch_ = false;
   Running resume_running_;
   Running running_;  // this epoch so far
+  torch::Tensor synthetic_x_, synthetic_y_;
+  double gpu_sum_ = 0;  // GPU utilisation samples this epoch (NVML)
+  int gpu_samples_ = 0;
   TrainSummary summary_;
 };
 
@@ -213,6 +217,13 @@ Status Trainer::setup() {
         comm_->world_size() > 1 ? "s" : "", p.batch_size, std::string(amp_name(o_.amp)).c_str(),
         o_.optimizer.c_str(), o_.lr, o_.schedule.c_str());
     std::fflush(stdout);
+  }
+  if (o_.synthetic_data) {
+    torch::manual_seed(o_.pipeline.seed + 1);
+    synthetic_x_ = torch::randn({p.batch_size, 3, p.sample.height, p.sample.width},
+                                torch::TensorOptions().device(device_));
+    synthetic_y_ = torch::randint(classes, {p.batch_size},
+                                  torch::TensorOptions().dtype(torch::kLong).device(device_));
   }
   if (o_.resume) SLUICE_RETURN_IF_ERROR(resume());
   // Every rank starts from rank 0's weights (and buffers: BN statistics).
@@ -327,16 +338,26 @@ Result<bool> Trainer::train_epoch(int epoch) {
   auto cpu_interval = sample_process();
   for (;;) {
     auto t0 = Clock::now();
-    auto batch = pipe_->next();
-    if (batch.status().code() == StatusCode::kOutOfRange) break;
-    if (!batch.ok()) return batch.status();
+    std::optional<Batch> held;
+    torch::Tensor x, y;
+    if (o_.synthetic_data) {
+      // The compute-only ceiling: one batch made once, on the device.
+      if (done >= per_epoch) break;
+      x = synthetic_x_;
+      y = synthetic_y_;
+    } else {
+      auto batch = pipe_->next();
+      if (batch.status().code() == StatusCode::kOutOfRange) break;
+      if (!batch.ok()) return batch.status();
+      held.emplace(std::move(*batch));
+      x = training::batch_images(*held, p.sample, device_);
+      y = training::batch_labels(*held, device_);
+    }
     double waited = seconds_since(t0);
 
     double lr = scheduled_lr(o_, epoch + static_cast<double>(done) / per_epoch);
     for (auto& group : opt_->param_groups()) group.options().set_lr(lr);
 
-    torch::Tensor x = training::batch_images(*batch, p.sample, device_);
-    torch::Tensor y = training::batch_labels(*batch, device_);
     opt_->zero_grad();
     torch::Tensor loss, correct;
     {
@@ -346,7 +367,7 @@ Result<bool> Trainer::train_epoch(int epoch) {
       correct = logits.argmax(1).eq(y).sum();
     }
     bool stop_here = o_.stop != nullptr && o_.stop->load();
-    const auto n = static_cast<float>(batch->size());
+    const auto n = static_cast<float>(x.size(0));
     torch::Tensor extra =
         torch::stack({loss.detach().to(torch::kFloat).cpu() * n, correct.to(torch::kFloat).cpu(),
                       torch::tensor(n), torch::tensor(stop_here ? 1.0f : 0.0f)})
@@ -356,7 +377,7 @@ Result<bool> Trainer::train_epoch(int epoch) {
     torch::Tensor reduced = buckets_->finish().to(torch::kCPU);
     if (scaler_.unscale_and_update(params_)) opt_->step();
     at::autocast::clear_cache();
-    batch->release();
+    if (held) held->release();
     ++done;
     ++step_;
 
@@ -387,16 +408,24 @@ Result<bool> Trainer::train_epoch(int epoch) {
       log_scalar("train/data_wait_share", wait_share, step_);
       log_scalar("train/process_cpu_cores", cores, step_);
       if (scaler_.enabled()) log_scalar("train/loss_scale", scaler_.scale(), step_);
-      training::log_gpu_scalars(
-          device_, [&](const std::string& tag, double v) { log_scalar(tag, v, step_); });
-      if (!o_.quiet) {
-        std::fprintf(stderr,
-                     "  epoch %d  step %lld  batch %llu/%llu  loss %.4f  acc %.1f%%  %.0f img/s  "
-                     "data wait %.1f%%  lr %.4g\n",
-                     epoch + 1, static_cast<long long>(step_),
-                     static_cast<unsigned long long>(done),
-                     static_cast<unsigned long long>(per_epoch), loss_avg, 100 * acc, rate,
-                     100 * wait_share, lr);
+      double gpu = -1;
+      training::log_gpu_scalars(device_, [&](const std::string& tag, double v) {
+        log_scalar(tag, v, step_);
+        if (tag == "gpu/utilisation") gpu = v;
+      });
+      if (gpu >= 0) {
+        gpu_sum_ += gpu;
+        ++gpu_samples_;
+      }
+      bool line_due = step_ % o_.log_every == 0 || stop || last_step;  // not just the epoch's end
+      if (!o_.quiet && line_due) {
+        std::fprintf(
+            stderr,
+            "  epoch %d  step %lld  batch %llu/%llu  loss %.4f  acc %.1f%%  %.0f img/s  "
+            "data wait %.1f%%  lr %.4g%s\n",
+            epoch + 1, static_cast<long long>(step_), static_cast<unsigned long long>(done),
+            static_cast<unsigned long long>(per_epoch), loss_avg, 100 * acc, rate, 100 * wait_share,
+            lr, gpu >= 0 ? fmt::format("  gpu {:.0f}%", 100 * gpu).c_str() : "");
       }
       interval = Running();
       t_interval = Clock::now();
@@ -431,6 +460,9 @@ Result<bool> Trainer::train_epoch(int epoch) {
   e.images_per_second = (running_.seen - epoch_seen_at_start) / std::max(1e-9, e.seconds);
   e.data_wait_share = running_.wait / std::max(1e-9, running_.busy);
   e.lr = scheduled_lr(o_, epoch + 1.0);
+  e.gpu_utilisation = gpu_samples_ > 0 ? gpu_sum_ / gpu_samples_ : -1;
+  gpu_sum_ = 0;
+  gpu_samples_ = 0;
   SLUICE_RETURN_IF_ERROR(validate(&e));
   summary_.epochs.push_back(e);
   if (leader()) {
@@ -447,9 +479,11 @@ Result<bool> Trainer::train_epoch(int epoch) {
       std::string val = e.val_accuracy >= 0 ? fmt::format("  val loss {:.4f} acc {:.1f}%",
                                                           e.val_loss, 100 * e.val_accuracy)
                                             : "";
-      std::printf("epoch %d/%d  loss %.4f  acc %.1f%%%s  %.0f img/s  data wait %.1f%%  %.1f s\n",
+      std::string gpu =
+          e.gpu_utilisation >= 0 ? fmt::format("  gpu busy {:.0f}%", 100 * e.gpu_utilisation) : "";
+      std::printf("epoch %d/%d  loss %.4f  acc %.1f%%%s  %.0f img/s  data wait %.1f%%%s  %.1f s\n",
                   e.epoch, o_.epochs, e.loss, 100 * e.accuracy, val.c_str(), e.images_per_second,
-                  100 * e.data_wait_share, e.seconds);
+                  100 * e.data_wait_share, gpu.c_str(), e.seconds);
       std::fflush(stdout);
     }
   }
