@@ -49,6 +49,7 @@ struct TrainOptions {
   std::string device = "cpu";    // cpu | cuda | cuda:N (N defaults to LOCAL_RANK)
   std::string logdir;            // TensorBoard scalars (rank 0)
   std::string checkpoint_dir;    // last.pt every epoch (rank 0)
+  std::string status_file;       // live status for `sluice top`, twice a second (rank 0)
   int64_t checkpoint_every = 0;  // also every N steps (0: epochs only)
   bool resume = false;           // continue from checkpoint_dir/last.pt
   int64_t max_steps = -1;        // stop (with a checkpoint) after N steps in all

@@ -121,6 +121,22 @@ void write_status(const std::string& path, const json& status) {
   std::rename(tmp.c_str(), path.c_str());
 }
 
+// The GPUs the status file reports (NVML), opened once when --status is given.
+const GpuMonitor* g_status_gpus = nullptr;
+
+json gpus_json(const GpuMonitor* gpus) {
+  json out = json::array();
+  if (gpus == nullptr) return out;
+  std::vector<GpuSample> samples = gpus->sample();
+  for (size_t i = 0; i < samples.size() && i < gpus->names().size(); ++i) {
+    out.push_back({{"name", gpus->names()[i]},
+                   {"utilization", samples[i].utilization},
+                   {"memory_used_bytes", samples[i].memory_used_bytes},
+                   {"memory_total_bytes", samples[i].memory_total_bytes}});
+  }
+  return out;
+}
+
 json status_json(const PipelineStats& s, double wall, double recent_rate, uint64_t images,
                  uint64_t batches, double cores, bool done) {
   json stages = json::object();
@@ -151,6 +167,7 @@ json status_json(const PipelineStats& s, double wall, double recent_rate, uint64
       {"cpu_cores_busy", cores},
       {"rss_bytes", proc.ok() ? proc->rss_bytes : 0},
       {"verdict", bottleneck_verdict(in).text},
+      {"gpus", gpus_json(g_status_gpus)},
       {"done", done}};
 }
 
@@ -488,15 +505,16 @@ int run(BenchCli& c) {
   std::unique_ptr<GpuMonitor> gpu;
   std::string gpu_note;
   std::optional<SeriesRecorder> recorder;
-  if (!c.report_file.empty()) {
+  if (!c.report_file.empty() || !c.status_file.empty()) {
     auto g = GpuMonitor::open();
     if (g.ok()) {
       gpu = std::move(g).value();
     } else {
       gpu_note = std::string(g.status().message());
     }
-    recorder.emplace(gpu.get());
+    g_status_gpus = gpu.get();
   }
+  if (!c.report_file.empty()) recorder.emplace(gpu.get());
   auto r = run_pipeline(c.p, c.epochs, c.max_batches, start, c.digest, tb.get(), jsonl.get(),
                         c.status_file, recorder ? &*recorder : nullptr);
   if (!r.ok()) return report_error("bench", r.status());

@@ -48,11 +48,19 @@ std::string render(const std::string& path, const json& j) {
   std::string out =
       fmt::format("sluice top  {}  ({}, updated {:.1f} s ago)\n\n", path,
                   j.value("done", false) ? "finished" : "running", std::max(0.0, age));
+  if (j.value("job", std::string()) == "train") {
+    out += fmt::format(
+        "training    epoch {} of {}  step {}  loss {:.4f}  accuracy {:.1f} %  lr {:.4g}\n",
+        j.value("epoch", 0), j.value("epochs", 0), j.value("step", 0), j.value("loss", 0.0),
+        100 * j.value("accuracy", 0.0), j.value("lr", 0.0));
+  }
   out += fmt::format("throughput  {:>8.0f} images/s   {} images, {} batches in {:.1f} s\n",
                      j.value("images_per_second", 0.0), j.value("images", 0), j.value("batches", 0),
                      j.value("seconds", 0.0));
   double wait = j.value("consumer_wait_share", 0.0);
-  out += fmt::format("consumer    waited {:>3.0f} % {}\n", 100 * wait, bar(wait));
+  out += fmt::format("{} waited {:>3.0f} % {}\n",
+                     j.value("job", std::string()) == "train" ? "data wait  " : "consumer   ",
+                     100 * wait, bar(wait));
   out += "stages      busy share of the workers\n";
   if (j.contains("stages") && j["stages"].is_object()) {
     for (const auto& [name, v] : j["stages"].items()) {
@@ -66,6 +74,17 @@ std::string render(const std::string& path, const json& j) {
                      j.value("workers", 0));
   out += fmt::format("CPU         {:.2f} cores busy   RSS {:.0f} MB\n",
                      j.value("cpu_cores_busy", 0.0), j.value("rss_bytes", 0.0) / 1e6);
+  if (j.contains("gpus") && j["gpus"].is_array()) {
+    for (const json& g : j["gpus"]) {
+      if (!g.is_object()) continue;
+      double util = g.value("utilization", -1.0);
+      out += fmt::format("{:<11} busy {} {}  memory {:.1f} of {:.1f} GB\n",
+                         g.value("name", std::string("GPU")).substr(0, 40),
+                         util >= 0 ? fmt::format("{:>3.0f} %", util) : std::string("  ? %"),
+                         bar(util / 100.0), g.value("memory_used_bytes", 0.0) / 1e9,
+                         g.value("memory_total_bytes", 0.0) / 1e9);
+    }
+  }
   if (j.value("bad_samples", 0) > 0)
     out += fmt::format("bad samples {}\n", j.value("bad_samples", 0));
   out += fmt::format("verdict     {}\n", j.value("verdict", std::string("-")));

@@ -286,6 +286,8 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--logdir", o.logdir, "TensorBoard scalars here (rank 0)");
   train_cmd->add_option("--checkpoint-dir", o.checkpoint_dir,
                         "Write last.pt here every epoch (rank 0)");
+  train_cmd->add_option("--status", o.status_file,
+                        "Keep a live status file for `sluice top` (rank 0)");
   train_cmd->add_option("--checkpoint-every", o.checkpoint_every, "Also every N steps");
   train_cmd->add_flag("--resume", o.resume, "Continue from --checkpoint-dir's last.pt");
   train_cmd->add_option("--max-steps", o.max_steps, "Stop after N steps in all, with a checkpoint");

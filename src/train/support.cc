@@ -154,16 +154,19 @@ Result<std::unique_ptr<Pipeline>> open_val_pipeline(const TrainOptions& o,
   return p;
 }
 
-void log_gpu_scalars(const torch::Device& device,
-                     const std::function<void(const std::string&, double)>& log) {
-  if (!device.is_cuda()) return;
-  // Opened once, kept for the process; absent NVML means no GPU scalars.
+const GpuMonitor* gpu_monitor() {
+  // Opened once, kept for the process; absent NVML means no GPU figures.
   static GpuMonitor* monitor = [] {
     auto m = GpuMonitor::open();
     return m.ok() ? m->release() : nullptr;
   }();
-  if (monitor == nullptr) return;
-  std::vector<GpuSample> samples = monitor->sample();
+  return monitor;
+}
+
+void log_gpu_scalars(const torch::Device& device,
+                     const std::function<void(const std::string&, double)>& log) {
+  if (!device.is_cuda() || gpu_monitor() == nullptr) return;
+  std::vector<GpuSample> samples = gpu_monitor()->sample();
   // NVML numbers every GPU; CUDA_VISIBLE_DEVICES may have renumbered them,
   // so take the device's index only where it exists.
   size_t i = static_cast<size_t>(device.index());

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "sluice/gpu_monitor.h"
 #include "sluice/pipeline.h"
 #include "sluice/status.h"
 #include "sluice/train.h"
@@ -51,6 +52,9 @@ torch::Tensor batch_labels(const Batch& batch, const torch::Device& device);
 // split when it has one; else none (nullptr).
 Result<std::unique_ptr<Pipeline>> open_val_pipeline(const TrainOptions& o,
                                                     const PipelineOptions& train_options);
+
+// NVML, opened on first use; nullptr without a driver.
+const GpuMonitor* gpu_monitor();
 
 // GPU utilisation and memory of `device` from NVML (loaded at run time),
 // as gpu/utilisation and gpu/memory_used_gib; nothing on CPUs or without NVML.

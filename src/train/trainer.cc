@@ -13,6 +13,8 @@
 #include <numbers>
 #include <optional>
 
+#include "base/file_util.h"
+#include "sluice/gpu_monitor.h"
 #include "sluice/telemetry.h"
 #include "sluice/train.h"
 #include "train/checkpoint.h"
@@ -133,6 +135,7 @@ class Trainer {
   Status resume();
   Result<bool> train_epoch(int epoch);  // false: stopped
   Status validate(EpochSummary* e);
+  void write_status(bool done);
   Status checkpoint(int epoch, uint64_t batches_done);
   json meta(int epoch, uint64_t batches_done) const;
   bool leader() const { return comm_->rank() == 0; }
@@ -164,6 +167,11 @@ class Trainer {
   torch::Tensor synthetic_x_, synthetic_y_;
   double gpu_sum_ = 0;  // GPU utilisation samples this epoch (NVML)
   int gpu_samples_ = 0;
+  Clock::time_point run_start_ = Clock::now(), last_status_{};
+  double status_images_ = 0;  // images seen at the last status write
+  double total_images_ = 0;   // all ranks, this run
+  int epoch_now_ = 0;
+  double last_loss_ = 0, last_accuracy_ = 0, last_lr_ = 0;
   TrainSummary summary_;
 };
 
@@ -389,6 +397,15 @@ Result<bool> Trainer::train_epoch(int epoch) {
     interval.wait += waited;
     interval.busy += busy;
 
+    {
+      auto a = reduced.accessor<float, 1>();
+      last_loss_ = a[kLossSum] / std::max(1.0f, a[kSeen]);
+      last_accuracy_ = a[kCorrect] / std::max(1.0f, a[kSeen]);
+      last_lr_ = lr;
+      epoch_now_ = epoch;
+      total_images_ += a[kSeen];
+    }
+    write_status(/*done=*/false);
     bool stop = reduced.accessor<float, 1>()[kStop] > 0;
     bool last_step = o_.max_steps >= 0 && step_ >= o_.max_steps;
     if (leader() && (step_ % o_.log_every == 0 || stop || last_step || done == per_epoch)) {
@@ -528,6 +545,69 @@ Status Trainer::validate(EpochSummary* e) {
   return Status();
 }
 
+// The same fields `sluice bench --status` writes, plus where training is.
+void Trainer::write_status(bool done) {
+  if (o_.status_file.empty() || !leader()) return;
+  auto now = Clock::now();
+  double since = std::chrono::duration<double>(now - last_status_).count();
+  if (!done && since < 0.5) return;
+  double wall = std::chrono::duration<double>(now - run_start_).count();
+  PipelineStats st = pipe_->stats();
+  json stages = json::object();
+  VerdictInput in;
+  in.wall_seconds = wall;
+  in.consumer_wait_seconds = st.consumer_wait_seconds;
+  in.workers = st.workers;
+  for (const StageSnapshot& s : st.stages) {
+    if (s.name == "batch" || s.name == "idle") continue;
+    stages[s.name] = wall > 0 && st.workers > 0 ? s.busy_ns / 1e9 / (wall * st.workers) : 0;
+    in.stages.push_back(s);
+  }
+  json gpus = json::array();
+  if (const GpuMonitor* m = training::gpu_monitor()) {
+    std::vector<GpuSample> samples = m->sample();
+    for (size_t i = 0; i < samples.size() && i < m->names().size(); ++i) {
+      gpus.push_back({{"name", m->names()[i]},
+                      {"utilization", samples[i].utilization},
+                      {"memory_used_bytes", samples[i].memory_used_bytes},
+                      {"memory_total_bytes", samples[i].memory_total_bytes}});
+    }
+  }
+  auto proc = sample_process();
+  static auto cpu0 = sample_process();
+  double images = total_images_;
+  json j = {
+      {"time", wall_time()},
+      {"job", "train"},
+      {"seconds", wall},
+      {"images_per_second", since > 0 ? std::max(0.0, images - status_images_) / since : 0},
+      {"images", static_cast<uint64_t>(images)},
+      {"batches", step_},
+      {"consumer_wait_share", running_.wait / std::max(1e-9, running_.busy)},
+      {"stages", stages},
+      {"workers", st.workers},
+      {"active_workers", st.active_workers},
+      {"prefetch", st.prefetch},
+      {"ready_batches", st.ready_batches},
+      {"bad_samples", st.bad_samples},
+      {"cpu_cores_busy",
+       proc.ok() && cpu0.ok() && wall > 0 ? (proc->cpu_seconds - cpu0->cpu_seconds) / wall : 0},
+      {"rss_bytes", proc.ok() ? proc->rss_bytes : 0},
+      {"verdict", bottleneck_verdict(in).text},
+      {"gpus", gpus},
+      {"epoch", epoch_now_ + 1},
+      {"epochs", o_.epochs},
+      {"step", step_},
+      {"loss", last_loss_},
+      {"accuracy", last_accuracy_},
+      {"lr", last_lr_},
+      {"done", done}};
+  // Written beside and renamed: a reader never sees half a file.
+  (void)detail::write_file_atomic(o_.status_file, j.dump() + "\n");
+  last_status_ = now;
+  status_images_ = images;
+}
+
 Result<TrainSummary> Trainer::run() {
   SLUICE_RETURN_IF_ERROR(setup());
   for (int epoch = start_epoch_; epoch < o_.epochs; ++epoch) {
@@ -535,6 +615,7 @@ Result<TrainSummary> Trainer::run() {
     if (!go_on) break;
   }
   summary_.steps = step_;
+  write_status(/*done=*/true);
   if (tb_) SLUICE_RETURN_IF_ERROR(tb_->close());
   return summary_;
 }

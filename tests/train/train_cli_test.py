@@ -130,6 +130,15 @@ class TrainCliTest(unittest.TestCase):
         self.assertIn("resumed from", p.stdout)
         self.assertIn("stopped at", p.stdout)
 
+    def test_top_shows_a_training_job(self):
+        status = os.path.join(self.tmp, "train.status")
+        run("train", self.data, *self.common, "--epochs", "1", "--status", status, "-q", check=0)
+        p = run("top", status, "--once", check=0)
+        self.assertIn("training    epoch 1 of 1", p.stdout)
+        self.assertIn("data wait", p.stdout)
+        self.assertIn("images/s", p.stdout)
+        self.assertIn("finished", p.stdout)
+
     def test_bad_usage_says_what_and_exits_2(self):
         p = run("train", self.data, "--amp", "fp8")
         self.assertEqual(p.returncode, 2)
