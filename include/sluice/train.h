@@ -35,7 +35,7 @@ struct TrainOptions {
   // "val" split is used when it has one.
   std::vector<std::string> val_sources;
   std::string val_split = "val";
-  std::string model = "seed-cnn";  // seed-cnn | resnet18 | resnet50
+  std::string model = "resnet18";  // seed-cnn | resnet18 | resnet50
   int epochs = 10;
   double lr = 0.1;
   std::string optimizer = "sgd";  // sgd | adam | adamw
@@ -58,6 +58,9 @@ struct TrainOptions {
   // Feed one random batch, made once on the device, instead of the data:
   // the compute-only ceiling the pipeline is measured against.
   bool synthetic_data = false;
+  // Gradients are all-reduced in buckets of about this many MB, each sent
+  // as soon as backward has filled it (DistributedDataParallel's bucket_cap_mb).
+  double bucket_mb = 25;
   bool quiet = false;
   // Set from a signal handler (Ctrl-C): train() stops after the current
   // step, on every rank, with a checkpoint.
@@ -88,10 +91,10 @@ Result<TrainSummary> train(const TrainOptions& options);
 
 struct ExtractOptions {
   // Read in storage order, eval augmentation, nothing dropped. The image
-  // size and normalisation default to the checkpoint's.
+  // size and normalisation are the checkpoint's (what the model learnt on).
   PipelineOptions pipeline;
   std::string weights;   // a checkpoint written by train()
-  std::string out;       // FEATURES.npy; also FEATURES.labels.npy, .keys.npy
+  std::string out;       // FEATURES.npy; also FEATURES.labels.npy, .keys.npy, .ids.npy
   std::string layer;     // "" = the penultimate layer
   bool float16 = false;  // store features as float16
   Amp amp = Amp::kOff;
@@ -104,7 +107,7 @@ struct ExtractSummary {
   uint64_t rows = 0;
   int64_t dim = 0;
   std::string layer;
-  std::string features_path, labels_path, keys_path;
+  std::string features_path, labels_path, keys_path, ids_path;
   double images_per_second = 0;
 };
 

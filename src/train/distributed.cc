@@ -38,16 +38,30 @@ bool is_loopback(const std::string& addr) {
 
 Result<DistEnv> dist_env_from_environment() {
   DistEnv e;
-  bool any = false, found = false;
-  SLUICE_ASSIGN_OR_RETURN(e.rank,
-                          env_int({"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK"}, 0, &any));
-  SLUICE_ASSIGN_OR_RETURN(
-      e.world_size, env_int({"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE"}, 1, &found));
-  SLUICE_ASSIGN_OR_RETURN(
-      e.local_rank,
-      env_int({"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK"}, 0, &found));
+  // One launcher's variables, never a mix: torchrun's (and ours) first;
+  // Slurm's only inside a job step (srun), since an sbatch script sees
+  // SLURM_NTASKS for ranks that no one started; then Open MPI's.
+  bool found = false;
+  const char* rank = "RANK";
+  const char* size = "WORLD_SIZE";
+  const char* local = "LOCAL_RANK";
+  if (std::getenv("RANK") == nullptr) {
+    if (std::getenv("SLURM_STEP_ID") != nullptr && std::getenv("SLURM_PROCID") != nullptr) {
+      rank = "SLURM_PROCID";
+      size = "SLURM_NTASKS";
+      local = "SLURM_LOCALID";
+    } else if (std::getenv("OMPI_COMM_WORLD_RANK") != nullptr) {
+      rank = "OMPI_COMM_WORLD_RANK";
+      size = "OMPI_COMM_WORLD_SIZE";
+      local = "OMPI_COMM_WORLD_LOCAL_RANK";
+    }
+  }
+  SLUICE_ASSIGN_OR_RETURN(e.rank, env_int({rank}, 0, &found));
+  SLUICE_ASSIGN_OR_RETURN(e.world_size, env_int({size}, 1, &found));
+  SLUICE_ASSIGN_OR_RETURN(e.local_rank, env_int({local}, 0, &found));
   SLUICE_ASSIGN_OR_RETURN(e.master_port, env_int({"MASTER_PORT"}, 29500, &found));
-  if (const char* a = std::getenv("MASTER_ADDR"); a != nullptr && *a != '\0') e.master_addr = a;
+  const char* addr = std::getenv("MASTER_ADDR");
+  if (addr != nullptr && *addr != '\0') e.master_addr = addr;
   if (e.world_size < 1) return invalid_argument_error("WORLD_SIZE must be at least 1");
   if (e.rank >= e.world_size) {
     return invalid_argument_error(
@@ -56,7 +70,12 @@ Result<DistEnv> dist_env_from_environment() {
   if (e.master_port < 1 || e.master_port > 65535) {
     return invalid_argument_error(fmt::format("MASTER_PORT {} is not a port", e.master_port));
   }
-  (void)any;
+  // Several processes and no rendezvous address: only one machine can work.
+  if (e.world_size > 1 && (addr == nullptr || *addr == '\0') && e.local_rank != e.rank) {
+    return invalid_argument_error(
+        "ranks span machines (LOCAL_RANK != RANK) but MASTER_ADDR is not set: export "
+        "MASTER_ADDR (rank 0's host) and MASTER_PORT");
+  }
   return e;
 }
 
@@ -123,6 +142,14 @@ void Communicator::all_reduce_sum(torch::Tensor& t) {
   group_->allreduce(v)->wait();
 }
 
+void Communicator::all_reduce_max(torch::Tensor& t) {
+  if (!distributed()) return;
+  std::vector<torch::Tensor> v{t};
+  c10d::AllreduceOptions opts;
+  opts.reduceOp = c10d::ReduceOp::MAX;
+  group_->allreduce(v, opts)->wait();
+}
+
 void Communicator::barrier() {
   if (distributed()) group_->barrier()->wait();
 }
@@ -180,8 +207,10 @@ void GradientBuckets::begin(const torch::Tensor& extra) {
   last.flat.narrow(0, grads, extra_size_).copy_(extra);
 }
 
+// Runs on the thread autograd runs this device's backward on: all
+// parameters live on one device, so one step's hooks never race.
 void GradientBuckets::on_grad(size_t param, const torch::Tensor& grad) {
-  if (seen_[param]) return;
+  if (seen_[param] || !grad.defined()) return;  // undefined: finish() zero-fills
   seen_[param] = true;
   auto [b, offset] = where_[param];
   Bucket& bucket = buckets_[b];
@@ -199,12 +228,22 @@ void GradientBuckets::launch_ready() {
   }
 }
 
-torch::Tensor GradientBuckets::finish() {
-  if (buckets_.empty()) return extra_;
+torch::Tensor GradientBuckets::finish(int64_t count_index) {
   torch::NoGradGuard no_grad;
+  if (buckets_.empty()) {
+    // One process: the gradients are this rank's sums already.
+    float count = extra_[count_index].item<float>();
+    if (count > 0) {
+      for (torch::Tensor& p : params_) {
+        if (p.grad().defined()) p.mutable_grad().div_(count);
+      }
+    }
+    return extra_;
+  }
   Bucket& last = buckets_.back();
   int64_t grads = last.offsets.back() + params_[last.params.back()].numel();
-  // Parameters that took no part in this step's graph contribute zeros.
+  // Parameters that took no part in this step's graph (or the whole graph,
+  // for an empty batch) contribute zeros.
   for (size_t k = 0; k < params_.size(); ++k) {
     if (seen_[k]) continue;
     seen_[k] = true;
@@ -213,9 +252,11 @@ torch::Tensor GradientBuckets::finish() {
     --buckets_[b].pending;
   }
   launch_ready();
-  const double inv = 1.0 / comm_->world_size();
+  for (Bucket& bucket : buckets_) bucket.work->wait();
+  torch::Tensor extra = last.flat.narrow(0, grads, extra_size_).clone();
+  float count = extra[count_index].item<float>();
+  const double inv = count > 0 ? 1.0 / count : 1.0;
   for (Bucket& bucket : buckets_) {
-    bucket.work->wait();
     for (size_t i = 0; i < bucket.params.size(); ++i) {
       torch::Tensor& p = params_[bucket.params[i]];
       torch::Tensor g = bucket.flat.narrow(0, bucket.offsets[i], p.numel()).view_as(p) * inv;
@@ -226,7 +267,7 @@ torch::Tensor GradientBuckets::finish() {
       }
     }
   }
-  return last.flat.narrow(0, grads, extra_size_).clone();
+  return extra;
 }
 
 }  // namespace sluice::training

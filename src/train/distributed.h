@@ -4,6 +4,10 @@
 #pragma once
 
 #include <torch/types.h>
+#include <torch/version.h>
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#endif
 
 #include <memory>
 #include <string>
@@ -27,6 +31,14 @@ struct DistEnv {
 };
 Result<DistEnv> dist_env_from_environment();
 
+// What Gloo's and NCCL's process groups derive from: ProcessGroup in
+// LibTorch 1.x, Backend since 2.0 (same collectives).
+#if TORCH_VERSION_MAJOR >= 2
+using CollectiveGroup = c10d::Backend;
+#else
+using CollectiveGroup = c10d::ProcessGroup;
+#endif
+
 class Communicator {
  public:
   // World size 1 needs no group (and opens no socket).
@@ -35,17 +47,19 @@ class Communicator {
   int rank() const { return env_.rank; }
   int world_size() const { return env_.world_size; }
   bool distributed() const { return env_.world_size > 1; }
-  const c10::intrusive_ptr<c10d::ProcessGroup>& group() const { return group_; }
+  const c10::intrusive_ptr<CollectiveGroup>& group() const { return group_; }
 
   // Every rank ends with rank 0's values.
   void broadcast(std::vector<torch::Tensor> tensors);
   // Sum over ranks, in place.
   void all_reduce_sum(torch::Tensor& t);
+  // Largest over ranks, in place.
+  void all_reduce_max(torch::Tensor& t);
   void barrier();
 
  private:
   DistEnv env_;
-  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  c10::intrusive_ptr<CollectiveGroup> group_;
 };
 
 // Averages gradients over ranks the way DistributedDataParallel does:
@@ -53,7 +67,8 @@ class Communicator {
 // gradients) packed into buckets of about `bucket_bytes`; a hook on each
 // parameter copies its gradient into its bucket, and a full bucket's
 // all-reduce starts at once, in bucket order on every rank (collectives must
-// match). finish() waits, divides by the world size and writes the grads.
+// match). finish() waits, divides by the samples of all ranks and writes
+// the grads.
 //
 // `extra` values ride with the last bucket: a few float32 numbers every rank
 // contributes per step (loss sum, correct count, a stop request) summed
@@ -65,9 +80,11 @@ class GradientBuckets {
 
   // Before backward: this step's extra values (1-D float32, fixed length).
   void begin(const torch::Tensor& extra);
-  // After backward: averaged gradients in every param.grad(); returns the
-  // extra values summed over ranks.
-  torch::Tensor finish();
+  // After backward: every param.grad() is the sum over ranks divided by
+  // the summed extra value at `count_index` (the samples of all ranks, when
+  // each rank's loss is a sum over its samples; 0 leaves the sums). Returns
+  // the extra values summed over ranks.
+  torch::Tensor finish(int64_t count_index);
 
   size_t buckets() const { return buckets_.size(); }
 

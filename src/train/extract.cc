@@ -80,9 +80,11 @@ Result<ExtractSummary> run_extract(const ExtractOptions& o) {
   s.features_path = o.out;
   s.labels_path = sibling(o.out, "labels");
   s.keys_path = sibling(o.out, "keys");
+  s.ids_path = sibling(o.out, "ids");
   std::optional<training::NpyWriter> features;
   std::optional<training::NpyWriter> labels;
   std::vector<std::string> keys;
+  std::vector<int64_t> ids;  // global record ids: the join that always works
   torch::NoGradGuard no_grad;
   auto t0 = std::chrono::steady_clock::now();
   SLUICE_RETURN_IF_ERROR(pipe->set_epoch(0));
@@ -110,6 +112,7 @@ Result<ExtractSummary> run_extract(const ExtractOptions& o) {
     for (size_t i = 0; i < batch->size(); ++i) {
       SLUICE_ASSIGN_OR_RETURN(std::string key, pipe->record_key(batch->sample_ids()[i]));
       keys.push_back(std::move(key));
+      ids.push_back(static_cast<int64_t>(batch->sample_ids()[i]));
     }
     s.rows += batch->size();
     if (!o.quiet && batch->index() % 20 == 19) {
@@ -121,6 +124,11 @@ Result<ExtractSummary> run_extract(const ExtractOptions& o) {
   SLUICE_RETURN_IF_ERROR(features->finish());
   SLUICE_RETURN_IF_ERROR(labels->finish());
   SLUICE_RETURN_IF_ERROR(training::write_npy_strings(s.keys_path, keys));
+  {
+    SLUICE_ASSIGN_OR_RETURN(auto w, training::NpyWriter::create(s.ids_path, "<i8", 0, 8));
+    SLUICE_RETURN_IF_ERROR(w.append(ids.data(), static_cast<int64_t>(ids.size())));
+    SLUICE_RETURN_IF_ERROR(w.finish());
+  }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   s.images_per_second = s.rows / std::max(1e-9, secs);
   return s;

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,11 +31,21 @@ namespace {
 constexpr int kExitOk = 0, kExitFailure = 1, kExitUsage = 2, kExitInterrupted = 130;
 
 std::atomic<bool> g_stop{false};
-std::vector<pid_t> g_children;
+
+// The launcher's ranks, for its signal handler: a fixed array written before
+// the handler can see it (count published last), entries zeroed once reaped.
+constexpr int kMaxRanks = 256;
+pid_t g_children[kMaxRanks];
+std::atomic<int> g_child_count{0};
 
 void on_stop_signal(int sig) {
-  if (!g_children.empty()) {
-    for (pid_t c : g_children) ::kill(c, sig);
+  int n = g_child_count.load();
+  if (n > 0) {
+    // The launcher: each rank is in its own process group, so this is the
+    // only copy of the signal they get. They stop together at one step.
+    for (int i = 0; i < n; ++i) {
+      if (g_children[i] > 0) ::kill(g_children[i], sig);
+    }
     return;
   }
   if (g_stop.exchange(true)) {
@@ -77,31 +88,61 @@ int free_port() {
 // Starts `n` ranks of this command and waits for them. The first rank to
 // fail takes the others down (they would wait on it in a collective).
 int launch_ranks(int n, char** argv) {
+  if (n > kMaxRanks) {
+    std::fprintf(stderr, "sluice train: at most %d ranks on one machine\n", kMaxRanks);
+    return kExitUsage;
+  }
   std::string port = std::to_string(free_port());
+  // Each rank gets its share of the cores for LibTorch's threads, unless
+  // the user said otherwise.
+  long cores = std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
+  std::string threads = std::to_string(std::max(1L, cores / n));
+  // No signal handling while the array fills: a Ctrl-C now waits a moment.
+  sigset_t block, old;
+  sigemptyset(&block);
+  sigaddset(&block, SIGINT);
+  sigaddset(&block, SIGTERM);
+  ::sigprocmask(SIG_BLOCK, &block, &old);
   install_stop_handler();
+  pid_t launcher = ::getpid();
   for (int r = 0; r < n; ++r) {
     pid_t pid = ::fork();
     if (pid < 0) {
       std::perror("sluice train: fork");
-      for (pid_t c : g_children) ::kill(c, SIGTERM);
+      for (int i = 0; i < r; ++i) ::kill(g_children[i], SIGKILL);
       return kExitFailure;
     }
     if (pid == 0) {
+      // Its own process group: the terminal's Ctrl-C reaches the launcher
+      // only, which passes it on once. Dies with the launcher.
+      ::setpgid(0, 0);
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != launcher) ::_exit(kExitFailure);
+      ::signal(SIGINT, SIG_DFL);
+      ::signal(SIGTERM, SIG_DFL);
+      ::sigprocmask(SIG_SETMASK, &old, nullptr);
       ::setenv("RANK", std::to_string(r).c_str(), 1);
       ::setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
       ::setenv("WORLD_SIZE", std::to_string(n).c_str(), 1);
       ::setenv("LOCAL_WORLD_SIZE", std::to_string(n).c_str(), 1);
       ::setenv("MASTER_ADDR", "127.0.0.1", 1);
       ::setenv("MASTER_PORT", port.c_str(), 1);
+      ::setenv("OMP_NUM_THREADS", threads.c_str(), 0);
       ::execv("/proc/self/exe", argv);
       std::perror("sluice train: exec");
       ::_exit(127);
     }
-    g_children.push_back(pid);
+    g_children[r] = pid;
   }
+  g_child_count.store(n);
+  ::sigprocmask(SIG_SETMASK, &old, nullptr);
+
+  // A rank that fails takes the others down at once (SIGKILL: they would
+  // wait for it in a collective, and a catchable signal only asks them to
+  // stop after a step they cannot finish). A rank that stopped on request
+  // (130) is not a failure: the others are stopping at the same step.
   int result = kExitOk;
-  size_t left = g_children.size();
-  while (left > 0) {
+  for (int left = n; left > 0;) {
     int status = 0;
     pid_t pid = ::wait(&status);
     if (pid < 0) {
@@ -109,11 +150,19 @@ int launch_ranks(int n, char** argv) {
       break;
     }
     --left;
+    for (int i = 0; i < n; ++i) {
+      if (g_children[i] == pid) g_children[i] = 0;
+    }
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    if (code != kExitOk && result == kExitOk) {
+    if (code == kExitOk) continue;
+    if (code == kExitInterrupted) {
+      if (result == kExitOk) result = code;
+      continue;
+    }
+    if (result == kExitOk || result == kExitInterrupted) {
       result = code;
-      for (pid_t c : g_children) {
-        if (c != pid) ::kill(c, SIGTERM);
+      for (int i = 0; i < n; ++i) {
+        if (g_children[i] > 0) ::kill(g_children[i], SIGKILL);
       }
     }
   }
@@ -183,6 +232,12 @@ int run_train(TrainCli& c, char** argv) {
     return report("train", invalid_argument_error("give --gpus or --procs, not both"));
   }
   if (c.gpus > 0 && c.o.device == "cpu") c.o.device = "cuda";
+  if (ranks > 1 && c.o.device.rfind("cuda:", 0) == 0) {
+    return report("train", invalid_argument_error(
+                               "--device " + c.o.device +
+                               " would put every rank on one GPU: give --device cuda (each rank "
+                               "takes the GPU of its LOCAL_RANK)"));
+  }
   if (ranks > 1 && std::getenv("RANK") == nullptr) return launch_ranks(ranks, argv);
 
   c.o.pipeline.sources = {c.data};
@@ -241,8 +296,9 @@ int run_extract(ExtractCli& c) {
     std::printf("%llu rows of %lld %s features (%s layer), %.0f images/s\n",
                 static_cast<unsigned long long>(r->rows), static_cast<long long>(r->dim),
                 c.o.float16 ? "float16" : "float32", r->layer.c_str(), r->images_per_second);
-    std::printf("features: %s\nlabels:   %s\nkeys:     %s\n", r->features_path.c_str(),
-                r->labels_path.c_str(), r->keys_path.c_str());
+    std::printf("features: %s\nlabels:   %s\nkeys:     %s\nids:      %s\n",
+                r->features_path.c_str(), r->labels_path.c_str(), r->keys_path.c_str(),
+                r->ids_path.c_str());
   }
   return kExitOk;
 }
@@ -293,6 +349,10 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--max-steps", o.max_steps, "Stop after N steps in all, with a checkpoint");
   train_cmd->add_option("--threads", o.threads, "LibTorch's threads (default: its own)");
   train_cmd->add_option("--log-every", o.log_every, "Steps between progress lines")
+      ->capture_default_str();
+  train_cmd
+      ->add_option("--bucket-mb", o.bucket_mb,
+                   "All-reduce gradients in buckets of about this many MB")
       ->capture_default_str();
   train_cmd->add_flag("--synthetic", o.synthetic_data,
                       "Train on one random batch made on the device (the compute-only ceiling)");

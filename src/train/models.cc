@@ -1,6 +1,7 @@
 #include "train/models.h"
 
 #include <c10/core/impl/LocalDispatchKeySet.h>
+#include <fmt/format.h>
 
 #include <functional>
 
@@ -163,6 +164,15 @@ Result<std::shared_ptr<ClassifierImpl>> make_model(const std::string& name, int 
   if (classes < 1) return invalid_argument_error("the dataset has no classes");
   if (name == "seed-cnn") {
     if (image_size < 2) return invalid_argument_error("seed-cnn needs images of at least 2x2");
+    // Its dense layer grows with the square of the image side: 822M
+    // weights at 224x224. Refuse what would not fit a GPU's memory.
+    const double dense = 64.0 * (image_size / 2) * (image_size / 2) * 1024;
+    if (dense > 2.7e8) {
+      return invalid_argument_error(fmt::format(
+          "seed-cnn at {0}x{0} would have a dense layer of {1:.0f}M weights; use --size 128 or "
+          "less, or resnet18/resnet50",
+          image_size, dense / 1e6));
+    }
     return std::shared_ptr<ClassifierImpl>(std::make_shared<SeedCnn>(classes, image_size));
   }
   if (name == "resnet18") {

@@ -3,6 +3,7 @@
 #include <ATen/autocast_mode.h>
 #include <fmt/format.h>
 #include <torch/cuda.h>
+#include <torch/version.h>
 
 #include <charconv>
 #include <filesystem>
@@ -17,7 +18,7 @@ Result<torch::Device> parse_device(const std::string& name, int local_rank) {
     return invalid_argument_error("--device: unknown value '" + name +
                                   "' (expected cpu, cuda or cuda:N)");
   }
-  int index = local_rank;
+  int index = -1;
   if (name.size() > 5) {
     auto [end, ec] = std::from_chars(name.data() + 5, name.data() + name.size(), index);
     if (ec != std::errc() || end != name.data() + name.size() || index < 0) {
@@ -31,6 +32,9 @@ Result<torch::Device> parse_device(const std::string& name, int local_rank) {
         "says which");
   }
   auto count = static_cast<int>(torch::cuda::device_count());
+  // Plain "cuda": this machine's rank picks its GPU; with one GPU visible per
+  // process (CUDA_VISIBLE_DEVICES set by the scheduler) that is GPU 0.
+  if (index < 0) index = count > 0 ? local_rank % count : 0;
   if (index >= count) {
     return invalid_argument_error(
         fmt::format("--device {}: GPU {} of {} does not exist", name, index, count));
@@ -57,32 +61,65 @@ Result<AutocastScope::Mode> autocast_mode(Amp amp, const torch::Device& device) 
   return m;
 }
 
+// LibTorch 2.4 replaced the per-device autocast calls with ones that take
+// the device type (the old ones warn, and fail -Werror).
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+namespace {
+c10::DeviceType autocast_device(bool cuda) {
+  return cuda ? c10::DeviceType::CUDA : c10::DeviceType::CPU;
+}
+bool autocast_enabled(bool cuda) {
+  return at::autocast::is_autocast_enabled(autocast_device(cuda));
+}
+void set_autocast(bool cuda, bool on) {
+  at::autocast::set_autocast_enabled(autocast_device(cuda), on);
+}
+torch::ScalarType autocast_dtype(bool cuda) {
+  return at::autocast::get_autocast_dtype(autocast_device(cuda));
+}
+void set_autocast_dtype(bool cuda, torch::ScalarType t) {
+  at::autocast::set_autocast_dtype(autocast_device(cuda), t);
+}
+}  // namespace
+#else
+namespace {
+bool autocast_enabled(bool cuda) {
+  return cuda ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
+}
+void set_autocast(bool cuda, bool on) {
+  if (cuda) {
+    at::autocast::set_enabled(on);
+  } else {
+    at::autocast::set_cpu_enabled(on);
+  }
+}
+torch::ScalarType autocast_dtype(bool cuda) {
+  return cuda ? at::autocast::get_autocast_gpu_dtype() : at::autocast::get_autocast_cpu_dtype();
+}
+void set_autocast_dtype(bool cuda, torch::ScalarType t) {
+  if (cuda) {
+    at::autocast::set_autocast_gpu_dtype(t);
+  } else {
+    at::autocast::set_autocast_cpu_dtype(t);
+  }
+}
+}  // namespace
+#endif
+
 AutocastScope::AutocastScope(const Mode& mode) : mode_(mode) {
   if (!mode_.enabled) return;
-  if (mode_.cuda) {
-    was_enabled_ = at::autocast::is_enabled();
-    was_dtype_ = at::autocast::get_autocast_gpu_dtype();
-    at::autocast::set_autocast_gpu_dtype(mode_.dtype);
-    at::autocast::set_enabled(true);
-  } else {
-    was_enabled_ = at::autocast::is_cpu_enabled();
-    was_dtype_ = at::autocast::get_autocast_cpu_dtype();
-    at::autocast::set_autocast_cpu_dtype(mode_.dtype);
-    at::autocast::set_cpu_enabled(true);
-  }
+  was_enabled_ = autocast_enabled(mode_.cuda);
+  was_dtype_ = autocast_dtype(mode_.cuda);
+  set_autocast_dtype(mode_.cuda, mode_.dtype);
+  set_autocast(mode_.cuda, true);
   at::autocast::increment_nesting();
 }
 
 AutocastScope::~AutocastScope() {
   if (!mode_.enabled) return;
   if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-  if (mode_.cuda) {
-    at::autocast::set_enabled(was_enabled_);
-    at::autocast::set_autocast_gpu_dtype(was_dtype_);
-  } else {
-    at::autocast::set_cpu_enabled(was_enabled_);
-    at::autocast::set_autocast_cpu_dtype(was_dtype_);
-  }
+  set_autocast(mode_.cuda, was_enabled_);
+  set_autocast_dtype(mode_.cuda, was_dtype_);
 }
 
 torch::Tensor batch_images(const Batch& batch, const SampleSpec& spec,
@@ -103,6 +140,9 @@ torch::Tensor batch_images(const Batch& batch, const SampleSpec& spec,
     x = torch::from_blob(data, {n, spec.height, spec.width, 3}, type).permute({0, 3, 1, 2});
   }
   if (device.is_cuda()) x = x.to(device, /*non_blocking=*/true);
+  // Half-precision batches halve the copy; the model takes float32 (autocast
+  // casts again where it runs in lower precision).
+  if (type == torch::kHalf || type == torch::kBFloat16) x = x.to(torch::kFloat);
   if (type == torch::kByte) {
     auto opts = torch::TensorOptions().dtype(torch::kFloat).device(device);
     torch::Tensor mean = torch::tensor({spec.mean[0], spec.mean[1], spec.mean[2]}, opts);

@@ -104,6 +104,8 @@ Status check_options(const TrainOptions& o) {
   }
   if (o.step_size < 1) return invalid_argument_error("--step-size must be at least 1");
   if (o.checkpoint_every < 0) return invalid_argument_error("--checkpoint-every must be >= 0");
+  if (o.log_every < 1) return invalid_argument_error("--log-every must be at least 1");
+  if (!(o.bucket_mb > 0)) return invalid_argument_error("--bucket-mb must be positive");
   if (o.resume && o.checkpoint_dir.empty()) {
     return invalid_argument_error("--resume needs --checkpoint-dir");
   }
@@ -136,6 +138,7 @@ class Trainer {
   Result<bool> train_epoch(int epoch);  // false: stopped
   Status validate(EpochSummary* e);
   void write_status(bool done);
+  void sync_buffers();
   Status checkpoint(int epoch, uint64_t batches_done);
   json meta(int epoch, uint64_t batches_done) const;
   bool leader() const { return comm_->rank() == 0; }
@@ -168,6 +171,7 @@ class Trainer {
   double gpu_sum_ = 0;  // GPU utilisation samples this epoch (NVML)
   int gpu_samples_ = 0;
   Clock::time_point run_start_ = Clock::now(), last_status_{};
+  Result<ProcessSample> cpu_at_start_ = sample_process();
   double status_images_ = 0;  // images seen at the last status write
   double total_images_ = 0;   // all ranks, this run
   int epoch_now_ = 0;
@@ -234,13 +238,31 @@ Status Trainer::setup() {
                                   torch::TensorOptions().dtype(torch::kLong).device(device_));
   }
   if (o_.resume) SLUICE_RETURN_IF_ERROR(resume());
+  if (comm_->distributed()) {
+    // Every rank must stand at the same place: a checkpoint folder that only
+    // some ranks can read would misalign every collective that follows.
+    torch::Tensor where =
+        torch::tensor({static_cast<double>(step_), static_cast<double>(start_epoch_),
+                       static_cast<double>(resume_mid_epoch_ ? resume_state_.batches : 0)},
+                      torch::kDouble);
+    torch::Tensor lo = (-where).to(device_), hi = where.to(device_);
+    comm_->all_reduce_max(lo);
+    comm_->all_reduce_max(hi);
+    if (!torch::equal((-lo).cpu(), hi.cpu())) {
+      return failed_precondition_error(fmt::format(
+          "rank {}: the ranks resumed from different places (step {} here); --checkpoint-dir "
+          "must be a folder every rank reads",
+          comm_->rank(), step_));
+    }
+  }
   // Every rank starts from rank 0's weights (and buffers: BN statistics).
   std::vector<torch::Tensor> state = params_;
   for (auto& b : model_->buffers()) {
     if (b.is_floating_point()) state.push_back(b);
   }
   comm_->broadcast(state);
-  buckets_ = std::make_unique<GradientBuckets>(params_, comm_.get());
+  buckets_ = std::make_unique<GradientBuckets>(
+      params_, comm_.get(), static_cast<size_t>(std::max(1.0, o_.bucket_mb * (1 << 20))));
 
   return Status();
 }
@@ -260,6 +282,9 @@ json Trainer::meta(int epoch, uint64_t batches_done) const {
   m["step"] = step_;
   m["world_size"] = comm_->world_size();
   m["seed"] = p.seed;
+  m["batch_size"] = p.batch_size;
+  m["order"] = std::string(order_name(p.order));
+  m["records"] = pipe_->records();
   m["amp"] = std::string(amp_name(o_.amp));
   m["optimizer"] = o_.optimizer;
   m["epochs"] = o_.epochs;
@@ -268,7 +293,9 @@ json Trainer::meta(int epoch, uint64_t batches_done) const {
 }
 
 Status Trainer::checkpoint(int epoch, uint64_t batches_done) {
-  if (!leader() || o_.checkpoint_dir.empty()) return Status();
+  if (o_.checkpoint_dir.empty()) return Status();
+  sync_buffers();  // every rank calls this at the same step
+  if (!leader()) return Status();
   std::string path = (std::filesystem::path(o_.checkpoint_dir) / "last.pt").string();
   SLUICE_RETURN_IF_ERROR(
       training::write_checkpoint(path, meta(epoch, batches_done), *model_, opt_.get(), &scaler_));
@@ -306,6 +333,22 @@ Status Trainer::resume() {
           "{} stopped inside epoch {} with {} ranks; resume it with {} ranks (or from an "
           "epoch's end)",
           path, epoch, m.value("world_size", 1), m.value("world_size", 1)));
+    }
+    // Inside an epoch, "done batches" only means something for the same plan.
+    const PipelineOptions& p = o_.pipeline;
+    auto differs = [&](const char* key, const json& now) {
+      return m.contains(key) && m[key] != now;
+    };
+    for (auto [key, now] : {std::pair<const char*, json>{"seed", p.seed},
+                            {"batch_size", p.batch_size},
+                            {"order", std::string(order_name(p.order))},
+                            {"records", pipe_->records()}}) {
+      if (differs(key, now)) {
+        return failed_precondition_error(fmt::format(
+            "{} stopped inside epoch {} with {} {}, not {}: resume with the same data and "
+            "options (or from an epoch's end)",
+            path, epoch + 1, key, m[key].dump(), now.dump()));
+      }
     }
     start_epoch_ = epoch;
     resume_mid_epoch_ = true;
@@ -345,6 +388,12 @@ Result<bool> Trainer::train_epoch(int epoch) {
   auto t_interval = Clock::now();
   auto cpu_interval = sample_process();
   for (;;) {
+    if (o_.max_steps >= 0 && step_ >= o_.max_steps) {
+      // Already there (a resumed run): stop before another step.
+      SLUICE_RETURN_IF_ERROR(checkpoint(epoch, done));
+      summary_.stopped = true;
+      return false;
+    }
     auto t0 = Clock::now();
     std::optional<Batch> held;
     torch::Tensor x, y;
@@ -367,23 +416,32 @@ Result<bool> Trainer::train_epoch(int epoch) {
     for (auto& group : opt_->param_groups()) group.options().set_lr(lr);
 
     opt_->zero_grad();
-    torch::Tensor loss, correct;
-    {
+    // The loss summed over this rank's samples; GradientBuckets divides the
+    // gradients by the samples of all ranks, so short batches (skipped bad
+    // samples, a padded epoch's last one) weigh what they hold, and an empty
+    // one still takes part in the collectives.
+    const int64_t n = x.size(0);
+    auto on_device = torch::TensorOptions().device(device_);
+    torch::Tensor loss_sum = torch::zeros({}, on_device);
+    torch::Tensor correct = torch::zeros({}, on_device);
+    if (n > 0) {
       training::AutocastScope autocast(autocast_);
       torch::Tensor logits = model_->forward(x);
-      loss = torch::nn::functional::cross_entropy(logits, y);
+      loss_sum = torch::nn::functional::cross_entropy(
+          logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
       correct = logits.argmax(1).eq(y).sum();
     }
     bool stop_here = o_.stop != nullptr && o_.stop->load();
-    const auto n = static_cast<float>(x.size(0));
     torch::Tensor extra =
-        torch::stack({loss.detach().to(torch::kFloat).cpu() * n, correct.to(torch::kFloat).cpu(),
-                      torch::tensor(n), torch::tensor(stop_here ? 1.0f : 0.0f)})
-            .to(device_);
+        torch::stack({loss_sum.detach().to(torch::kFloat), correct.to(torch::kFloat),
+                      torch::full({}, static_cast<float>(n), on_device),
+                      torch::full({}, stop_here ? 1.0f : 0.0f, on_device)});
     buckets_->begin(extra);
-    scaler_.scale_loss(loss).backward();
-    torch::Tensor reduced = buckets_->finish().to(torch::kCPU);
-    if (scaler_.unscale_and_update(params_)) opt_->step();
+    if (n > 0) scaler_.scale_loss(loss_sum).backward();
+    torch::Tensor reduced = buckets_->finish(kSeen).to(torch::kCPU);
+    if (reduced.accessor<float, 1>()[kSeen] > 0 && scaler_.unscale_and_update(params_)) {
+      opt_->step();
+    }
     at::autocast::clear_cache();
     if (held) held->release();
     ++done;
@@ -476,7 +534,7 @@ Result<bool> Trainer::train_epoch(int epoch) {
   e.accuracy = running_.correct / std::max(1.0, running_.seen);
   e.images_per_second = (running_.seen - epoch_seen_at_start) / std::max(1e-9, e.seconds);
   e.data_wait_share = running_.wait / std::max(1e-9, running_.busy);
-  e.lr = scheduled_lr(o_, epoch + 1.0);
+  e.lr = last_lr_;  // the epoch's last step's
   e.gpu_utilisation = gpu_samples_ > 0 ? gpu_sum_ / gpu_samples_ : -1;
   gpu_sum_ = 0;
   gpu_samples_ = 0;
@@ -513,7 +571,19 @@ Result<bool> Trainer::train_epoch(int epoch) {
   return !summary_.stopped;
 }
 
+// BatchNorm's running statistics differ per rank (each saw its own
+// samples); rank 0's go to every rank before they are used or saved, as
+// DistributedDataParallel's broadcast_buffers does.
+void Trainer::sync_buffers() {
+  std::vector<torch::Tensor> buffers;
+  for (auto& b : model_->buffers()) {
+    if (b.is_floating_point()) buffers.push_back(b);
+  }
+  comm_->broadcast(buffers);
+}
+
 Status Trainer::validate(EpochSummary* e) {
+  sync_buffers();
   if (!val_) return Status();
   torch::NoGradGuard no_grad;
   model_->eval();
@@ -574,7 +644,7 @@ void Trainer::write_status(bool done) {
     }
   }
   auto proc = sample_process();
-  static auto cpu0 = sample_process();
+  const auto& cpu0 = cpu_at_start_;
   double images = total_images_;
   json j = {
       {"time", wall_time()},
@@ -602,8 +672,15 @@ void Trainer::write_status(bool done) {
       {"accuracy", last_accuracy_},
       {"lr", last_lr_},
       {"done", done}};
-  // Written beside and renamed: a reader never sees half a file.
-  (void)detail::write_file_atomic(o_.status_file, j.dump() + "\n");
+  // Written beside and renamed: a reader never sees half a file. No fsync:
+  // it is replaced twice a second and worthless after a crash.
+  std::string tmp = o_.status_file + ".tmp";
+  if (FILE* f = std::fopen(tmp.c_str(), "w")) {
+    std::string text = j.dump() + "\n";
+    bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    ok = std::fclose(f) == 0 && ok;
+    if (ok) std::rename(tmp.c_str(), o_.status_file.c_str());
+  }
   last_status_ = now;
   status_images_ = images;
 }

@@ -130,6 +130,31 @@ class TrainCliTest(unittest.TestCase):
         self.assertIn("resumed from", p.stdout)
         self.assertIn("stopped at", p.stdout)
 
+    def test_ctrl_c_stops_every_rank_of_the_launcher_at_one_step(self):
+        ckpt = os.path.join(self.tmp, "ckpt-ranks")
+        common = [a if a != "8" else "4" for a in self.common]  # --batch 4 a rank
+        proc = subprocess.Popen([SLUICE, "train", self.data, *common,
+                                 "--procs", "2", "--epochs", "200", "--log-every", "1",
+                                 "--checkpoint-dir", ckpt],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        seen = 0
+        deadline = time.time() + 120
+        while seen < 3 and time.time() < deadline:
+            line = proc.stderr.readline()
+            if not line:
+                break
+            if " step " in line:
+                seen += 1
+        self.assertEqual(seen, 3, "no step lines")
+        proc.send_signal(signal.SIGINT)  # the launcher passes it on to each rank once
+        out, err = proc.communicate(timeout=120)
+        self.assertEqual(proc.returncode, 130, err)
+        self.assertIn("stopped at epoch", out)
+        self.assertTrue(os.path.exists(os.path.join(ckpt, "last.pt")))
+        p = run("train", self.data, *common, "--procs", "2", "--epochs", "200",
+                "--max-steps", "30", "--checkpoint-dir", ckpt, "--resume", check=0)
+        self.assertIn("resumed from", p.stdout)
+
     def test_top_shows_a_training_job(self):
         status = os.path.join(self.tmp, "train.status")
         run("train", self.data, *self.common, "--epochs", "1", "--status", status, "-q", check=0)
