@@ -61,6 +61,11 @@ struct TrainOptions {
   // Gradients are all-reduced in buckets of about this many MB, each sent
   // as soon as backward has filled it (DistributedDataParallel's bucket_cap_mb).
   double bucket_mb = 25;
+  double label_smoothing = 0;  // cross-entropy's, 0..1
+  bool nesterov = false;       // SGD's Nesterov momentum
+  double clip_grad_norm = 0;   // clip the gradients' global norm to this (0: no clipping)
+  bool decay_all = false;      // weight decay on biases and BatchNorm too (default: weights only)
+  std::string init_from;       // start from another checkpoint's weights (fine-tuning)
   bool quiet = false;
   // Set from a signal handler (Ctrl-C): train() stops after the current
   // step, on every rank, with a checkpoint.

@@ -350,6 +350,18 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--threads", o.threads, "LibTorch's threads (default: its own)");
   train_cmd->add_option("--log-every", o.log_every, "Steps between progress lines")
       ->capture_default_str();
+  train_cmd->add_option("--label-smoothing", o.label_smoothing, "Cross-entropy label smoothing")
+      ->capture_default_str();
+  train_cmd->add_flag("--nesterov", o.nesterov, "Nesterov momentum (SGD)");
+  train_cmd
+      ->add_option("--clip-grad-norm", o.clip_grad_norm,
+                   "Clip the gradients' global norm (0: no clipping)")
+      ->capture_default_str();
+  train_cmd->add_flag("--decay-all", o.decay_all,
+                      "Weight decay on biases and BatchNorm too (default: weights only)");
+  train_cmd->add_option("--init-from", o.init_from,
+                        "Start from another checkpoint's weights (fine-tuning; a head for other "
+                        "classes starts fresh)");
   train_cmd
       ->add_option("--bucket-mb", o.bucket_mb,
                    "All-reduce gradients in buckets of about this many MB")

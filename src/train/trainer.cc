@@ -65,19 +65,42 @@ double scheduled_lr(const TrainOptions& o, double t) {
   return o.lr;
 }
 
+// Two parameter groups: weights decay; biases and BatchNorm's scales and
+// shifts (1-D tensors) do not, unless --decay-all (the common recipe: decay
+// on those only hurts, and torchvision's references leave it off them).
 Result<std::unique_ptr<torch::optim::Optimizer>> make_optimizer(
     const TrainOptions& o, const std::vector<torch::Tensor>& params) {
+  std::vector<torch::Tensor> decay, no_decay;
+  for (const torch::Tensor& p : params)
+    (p.dim() <= 1 && !o.decay_all ? no_decay : decay).push_back(p);
+  auto groups = [&](auto make_options) {
+    std::vector<torch::optim::OptimizerParamGroup> g;
+    if (!decay.empty()) g.emplace_back(decay, make_options(o.weight_decay));
+    if (!no_decay.empty()) g.emplace_back(no_decay, make_options(0.0));
+    return g;
+  };
   if (o.optimizer == "sgd") {
+    auto opts = [&](double wd) {
+      return torch::optim::SGDOptions(o.lr)
+          .momentum(o.momentum)
+          .weight_decay(wd)
+          .nesterov(o.nesterov);
+    };
     return std::unique_ptr<torch::optim::Optimizer>(std::make_unique<torch::optim::SGD>(
-        params, torch::optim::SGDOptions(o.lr).momentum(o.momentum).weight_decay(o.weight_decay)));
+        groups([&](double wd) { return std::make_unique<torch::optim::SGDOptions>(opts(wd)); }),
+        opts(o.weight_decay)));
   }
   if (o.optimizer == "adam") {
+    auto opts = [&](double wd) { return torch::optim::AdamOptions(o.lr).weight_decay(wd); };
     return std::unique_ptr<torch::optim::Optimizer>(std::make_unique<torch::optim::Adam>(
-        params, torch::optim::AdamOptions(o.lr).weight_decay(o.weight_decay)));
+        groups([&](double wd) { return std::make_unique<torch::optim::AdamOptions>(opts(wd)); }),
+        opts(o.weight_decay)));
   }
   if (o.optimizer == "adamw") {
+    auto opts = [&](double wd) { return torch::optim::AdamWOptions(o.lr).weight_decay(wd); };
     return std::unique_ptr<torch::optim::Optimizer>(std::make_unique<torch::optim::AdamW>(
-        params, torch::optim::AdamWOptions(o.lr).weight_decay(o.weight_decay)));
+        groups([&](double wd) { return std::make_unique<torch::optim::AdamWOptions>(opts(wd)); }),
+        opts(o.weight_decay)));
   }
   return invalid_argument_error("--optimizer: unknown value '" + o.optimizer +
                                 "' (expected sgd, adam or adamw)");
@@ -106,6 +129,16 @@ Status check_options(const TrainOptions& o) {
   if (o.checkpoint_every < 0) return invalid_argument_error("--checkpoint-every must be >= 0");
   if (o.log_every < 1) return invalid_argument_error("--log-every must be at least 1");
   if (!(o.bucket_mb > 0)) return invalid_argument_error("--bucket-mb must be positive");
+  if (o.label_smoothing < 0 || o.label_smoothing >= 1) {
+    return invalid_argument_error("--label-smoothing must be in [0, 1)");
+  }
+  if (o.clip_grad_norm < 0) return invalid_argument_error("--clip-grad-norm must be >= 0");
+  if (o.nesterov && (o.optimizer != "sgd" || !(o.momentum > 0))) {
+    return invalid_argument_error("--nesterov needs --optimizer sgd and a positive --momentum");
+  }
+  if (o.resume && !o.init_from.empty()) {
+    return invalid_argument_error("give --resume or --init-from, not both");
+  }
   if (o.resume && o.checkpoint_dir.empty()) {
     return invalid_argument_error("--resume needs --checkpoint-dir");
   }
@@ -139,6 +172,7 @@ class Trainer {
   Status validate(EpochSummary* e);
   void write_status(bool done);
   void sync_buffers();
+  Status init_from(int classes, int image_size);
   Status checkpoint(int epoch, uint64_t batches_done);
   json meta(int epoch, uint64_t batches_done) const;
   bool leader() const { return comm_->rank() == 0; }
@@ -211,6 +245,7 @@ Status Trainer::setup() {
   params_ = model_->parameters();
   SLUICE_ASSIGN_OR_RETURN(opt_, make_optimizer(o_, params_));
   scaler_ = training::LossScaler(o_.amp == Amp::kFloat16);
+  if (!o_.init_from.empty()) SLUICE_RETURN_IF_ERROR(init_from(classes, p.sample.width));
   if (leader() && !o_.logdir.empty()) {
     SLUICE_ASSIGN_OR_RETURN(tb_, TensorBoardWriter::create(o_.logdir));
     summary_.event_file = tb_->path();
@@ -427,8 +462,11 @@ Result<bool> Trainer::train_epoch(int epoch) {
     if (n > 0) {
       training::AutocastScope autocast(autocast_);
       torch::Tensor logits = model_->forward(x);
-      loss_sum = torch::nn::functional::cross_entropy(
-          logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+      loss_sum =
+          torch::nn::functional::cross_entropy(logits, y,
+                                               torch::nn::functional::CrossEntropyFuncOptions()
+                                                   .reduction(torch::kSum)
+                                                   .label_smoothing(o_.label_smoothing));
       correct = logits.argmax(1).eq(y).sum();
     }
     bool stop_here = o_.stop != nullptr && o_.stop->load();
@@ -440,6 +478,8 @@ Result<bool> Trainer::train_epoch(int epoch) {
     if (n > 0) scaler_.scale_loss(loss_sum).backward();
     torch::Tensor reduced = buckets_->finish(kSeen).to(torch::kCPU);
     if (reduced.accessor<float, 1>()[kSeen] > 0 && scaler_.unscale_and_update(params_)) {
+      // Clipped after unscaling, on the averaged gradients: the same on every rank.
+      if (o_.clip_grad_norm > 0) torch::nn::utils::clip_grad_norm_(params_, o_.clip_grad_norm);
       opt_->step();
     }
     at::autocast::clear_cache();
@@ -569,6 +609,43 @@ Result<bool> Trainer::train_epoch(int epoch) {
                 summary_.checkpoint.c_str());
   }
   return !summary_.stopped;
+}
+
+// Fine-tuning: the weights of another run's checkpoint, by name, wherever
+// the shapes agree (a head for another number of classes starts fresh).
+Status Trainer::init_from(int classes, int image_size) {
+  SLUICE_ASSIGN_OR_RETURN(json m, training::read_checkpoint_meta(o_.init_from));
+  if (m.value("model", "") != o_.model) {
+    return invalid_argument_error(fmt::format("--init-from {} holds a {} model, not {}",
+                                              o_.init_from, m.value("model", "?"), o_.model));
+  }
+  auto theirs_classes = static_cast<int>(m.value("classes", json::array()).size());
+  SLUICE_ASSIGN_OR_RETURN(auto theirs, training::make_model(o_.model, theirs_classes, image_size));
+  SLUICE_RETURN_IF_ERROR(
+      training::read_checkpoint(o_.init_from, *theirs, nullptr, nullptr, false, torch::kCPU));
+  torch::NoGradGuard no_grad;
+  auto src_params = theirs->named_parameters();
+  auto src_buffers = theirs->named_buffers();
+  int copied = 0, skipped = 0;
+  auto copy = [&](const std::string& name, torch::Tensor& dst,
+                  const torch::OrderedDict<std::string, torch::Tensor>& src) {
+    const torch::Tensor* t = src.find(name);
+    if (t != nullptr && t->sizes() == dst.sizes()) {
+      dst.copy_(*t);
+      ++copied;
+    } else {
+      ++skipped;
+    }
+  };
+  for (auto& item : model_->named_parameters()) copy(item.key(), item.value(), src_params);
+  for (auto& item : model_->named_buffers()) copy(item.key(), item.value(), src_buffers);
+  if (leader() && !o_.quiet) {
+    std::printf(
+        "train: initialised from %s: %d tensors copied, %d left as initialised (%d "
+        "classes there, %d here)\n",
+        o_.init_from.c_str(), copied, skipped, theirs_classes, classes);
+  }
+  return Status();
 }
 
 // BatchNorm's running statistics differ per rank (each saw its own

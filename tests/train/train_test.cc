@@ -255,6 +255,35 @@ TEST_F(TrainTest, Bf16AutocastTrains) {
   EXPECT_LT(r->epochs.back().loss, r->epochs.front().loss);
 }
 
+TEST_F(TrainTest, InitFromCopiesTheWeightsThenTrainsOnThem) {
+  std::string a = dir_->path() + "/ckpt-src", b = dir_->path() + "/ckpt-init";
+  TrainOptions o = options(a);
+  o.epochs = 1;
+  ASSERT_TRUE(train(o).ok());
+  TrainOptions f = options(b);
+  f.init_from = a + "/last.pt";
+  f.pipeline.seed = 11;  // another initialisation, overwritten by the source's weights
+  f.max_steps = 0;       // stop before the first step: the weights as loaded
+  auto r = train(f);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(max_difference(a + "/last.pt", b + "/last.pt"), 0.0);
+  f.model = "resnet18";
+  EXPECT_NE(train(f).status().message().find("seed-cnn"), std::string::npos);
+}
+
+TEST_F(TrainTest, LabelSmoothingNesterovAndClippingTrain) {
+  TrainOptions o = options();
+  o.label_smoothing = 0.1;
+  o.nesterov = true;
+  o.clip_grad_norm = 1.0;
+  o.epochs = 4;
+  o.lr = 0.05;
+  auto r = train(o);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  for (const auto& e : r->epochs) EXPECT_TRUE(std::isfinite(e.loss));
+  EXPECT_LT(r->epochs.back().loss, r->epochs.front().loss);
+}
+
 TEST_F(TrainTest, BadOptionsSayWhich) {
   TrainOptions o = options();
   o.model = "alexnet";
@@ -268,6 +297,20 @@ TEST_F(TrainTest, BadOptionsSayWhich) {
   o = options();
   o.resume = true;
   EXPECT_NE(train(o).status().message().find("--checkpoint-dir"), std::string::npos);
+  o = options();
+  o.label_smoothing = 1.0;
+  EXPECT_NE(train(o).status().message().find("--label-smoothing"), std::string::npos);
+  o = options();
+  o.nesterov = true;
+  o.optimizer = "adam";
+  EXPECT_NE(train(o).status().message().find("--nesterov"), std::string::npos);
+  o = options();
+  o.log_every = 0;
+  EXPECT_NE(train(o).status().message().find("--log-every"), std::string::npos);
+  o = options();
+  o.model = "seed-cnn";
+  o.pipeline.sample.width = o.pipeline.sample.height = 224;
+  EXPECT_NE(train(o).status().message().find("dense layer"), std::string::npos);
   o = options();
   o.pipeline.batch_size = 1000;
   EXPECT_NE(train(o).status().message().find("no full batch"), std::string::npos);
