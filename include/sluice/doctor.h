@@ -40,6 +40,9 @@ struct DoctorReport {
   std::string cudart_library;
   int cuda_runtime_version = 0;
   int nccl_version = 0;
+  // nvJPEG (the GPU decode tiers), loaded at run time; 0 = absent.
+  std::string nvjpeg_library;
+  int nvjpeg_major = 0, nvjpeg_minor = 0, nvjpeg_patch = 0;
   std::vector<GpuInfo> gpus;
   bool cuda_build = false;
   bool torch_build = false;

@@ -206,6 +206,24 @@ void check_gpus(DoctorReport* r) {
                           cuda_version_string(r->cuda_driver_version)));
     }
   }
+  // nvJPEG: the GPU decode tiers. Its major version must be the runtime's.
+  if (r->nvjpeg_major == 0) {
+    add(r, "cuda", "info",
+        "nvJPEG not found: JPEG decoding stays on the CPU (install the CUDA toolkit's libnvjpeg "
+        "or pip's nvidia-nvjpeg to decode on the GPU)");
+  } else {
+    std::string d = fmt::format("nvJPEG {}.{}.{} ({})", r->nvjpeg_major, r->nvjpeg_minor,
+                                r->nvjpeg_patch, r->nvjpeg_library);
+    int runtime_major = r->cuda_runtime_version / 1000;
+    if (runtime_major != 0 && runtime_major != r->nvjpeg_major) {
+      add(r, "cuda", "warn",
+          d + fmt::format(" does not match CUDA runtime {}: it will not be used",
+                          cuda_version_string(r->cuda_runtime_version)),
+          fmt::format("install nvJPEG for CUDA {} (or set SLUICE_NVJPEG_LIBRARY)", runtime_major));
+    } else {
+      add(r, "cuda", "ok", d + ": GPU JPEG decoding available");
+    }
+  }
   if (r->nccl_version) {
     add(r, "cuda", "ok",
         fmt::format("NCCL {}.{}.{}", r->nccl_version / 10000, r->nccl_version / 100 % 100,
@@ -314,6 +332,10 @@ std::string format_doctor_json(const DoctorReport& r) {
   j["cuda"] = {{"runtime", cuda_version_string(r.cuda_runtime_version)},
                {"library", r.cudart_library},
                {"nccl", r.nccl_version},
+               {"nvjpeg", r.nvjpeg_major ? fmt::format("{}.{}.{}", r.nvjpeg_major, r.nvjpeg_minor,
+                                                       r.nvjpeg_patch)
+                                         : std::string()},
+               {"nvjpeg_library", r.nvjpeg_library},
                {"cuda_build", r.cuda_build}};
   j["torch_build"] = r.torch_build;
   j["data_read_mb_per_second"] = r.data_read_mb_per_second;

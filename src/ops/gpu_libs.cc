@@ -79,6 +79,24 @@ void probe_cudart(DoctorReport* r) {
   if (r->cuda_driver_version == 0 && driver && driver(&d) == 0) r->cuda_driver_version = d;
 }
 
+// nvJPEG's version through nvjpegGetProperty (libraryPropertyType:
+// MAJOR_VERSION 0, MINOR_VERSION 1, PATCH_LEVEL 2), which needs no GPU.
+void probe_nvjpeg(DoctorReport* r) {
+  std::string which;
+  void* h = open_first(nvjpeg_candidates(), &which);
+  if (!h) return;
+  auto property = sym<int (*)(int, int*)>(h, "nvjpegGetProperty");
+  int major = 0, minor = 0, patch = 0;
+  if (property && property(0, &major) == 0 && property(1, &minor) == 0 &&
+      property(2, &patch) == 0 && major > 0) {
+    r->nvjpeg_library = which;
+    r->nvjpeg_major = major;
+    r->nvjpeg_minor = minor;
+    r->nvjpeg_patch = patch;
+  }
+  ::dlclose(h);
+}
+
 void probe_nccl(DoctorReport* r) {
   std::string which;
   void* h = open_first(nccl_candidates(), &which);
@@ -125,10 +143,28 @@ std::vector<std::string> nccl_candidates() {
   return c;
 }
 
+std::vector<std::string> nvjpeg_candidates() {
+  std::vector<std::string> c =
+      with_override("SLUICE_NVJPEG_LIBRARY",
+                    {"libnvjpeg.so.13", "libnvjpeg.so.12", "/usr/local/cuda/lib64/libnvjpeg.so.13",
+                     "/usr/local/cuda/lib64/libnvjpeg.so.12"});
+  if (std::getenv("SLUICE_NVJPEG_LIBRARY")) return c;
+  for (const char* site :
+       {"/usr/local/lib/python3*/dist-packages", "/usr/lib/python3/dist-packages",
+        "/usr/local/lib/python3*/site-packages"}) {
+    std::string base(site);
+    add_glob((base + "/nvidia/cu13/lib/libnvjpeg.so*").c_str(), &c);
+    add_glob((base + "/nvidia/nvjpeg/lib/libnvjpeg.so*").c_str(), &c);
+    add_glob((base + "/torchvision.libs/libnvjpeg*.so*").c_str(), &c);
+  }
+  return c;
+}
+
 void probe_gpu_libraries(DoctorReport* report) {
   probe_nvml(report);
   probe_cudart(report);
   probe_nccl(report);
+  probe_nvjpeg(report);
 }
 
 }  // namespace sluice::detail

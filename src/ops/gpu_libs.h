@@ -30,6 +30,10 @@ constexpr nvmlReturn_t NVML_SUCCESS = 0;
 std::vector<std::string> nvml_candidates();
 std::vector<std::string> cudart_candidates();
 std::vector<std::string> nccl_candidates();
+// nvJPEG: SLUICE_NVJPEG_LIBRARY, the loader's path (libnvjpeg.so.13, .12),
+// the CUDA toolkit's folder, pip's nvidia/cu13 and nvidia/nvjpeg wheels,
+// and the copy torchvision bundles (torchvision.libs).
+std::vector<std::string> nvjpeg_candidates();
 
 // Opens the first candidate that loads (dlopen, RTLD_NOW | RTLD_LOCAL);
 // returns its handle and sets `which` to its name, or returns nullptr.

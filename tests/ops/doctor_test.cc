@@ -77,6 +77,22 @@ TEST(DoctorTest, FakeDriverAndRuntime) {
   EXPECT_NE(text.find("fix: compute capability under 7.0"), std::string::npos);
 }
 
+TEST(DoctorTest, NvjpegIsFoundWithItsVersionOrSaidMissing) {
+  ::setenv("SLUICE_NVML_LIBRARY", SLUICE_FAKE_NVML, 1);
+  ::setenv("SLUICE_CUDART_LIBRARY", "/nonexistent/libcudart.so", 1);
+  ::setenv("SLUICE_NVJPEG_LIBRARY", SLUICE_FAKE_NVJPEG, 1);
+  DoctorReport r = run_doctor({});
+  EXPECT_EQ(r.nvjpeg_major, 13);
+  EXPECT_EQ(r.nvjpeg_patch, 2);
+  EXPECT_EQ(r.nvjpeg_library, SLUICE_FAKE_NVJPEG);
+  EXPECT_TRUE(has(r, "ok", "nvJPEG 13.0.2"));
+  EXPECT_NE(format_doctor_json(r).find("\"nvjpeg\": \"13.0.2\""), std::string::npos);
+  ::setenv("SLUICE_NVJPEG_LIBRARY", "/nonexistent/libnvjpeg.so.13", 1);
+  r = run_doctor({});
+  EXPECT_EQ(r.nvjpeg_major, 0);
+  EXPECT_TRUE(has(r, "info", "nvJPEG not found"));
+}
+
 TEST(DoctorTest, RuntimeNewerThanDriverFails) {
   ::setenv("SLUICE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
   ::setenv("SLUICE_CUDART_LIBRARY", SLUICE_FAKE_CUDART, 1);
