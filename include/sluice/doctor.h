@@ -46,6 +46,8 @@ struct DoctorReport {
   std::vector<GpuInfo> gpus;
   bool cuda_build = false;
   bool torch_build = false;
+  std::string
+      torch_version;  // "sluice-train ... LibTorch 1.13.0, CPU only", from sluice-train --version
   double data_read_mb_per_second = 0;  // with --data
 };
 
@@ -54,6 +56,9 @@ struct DoctorOptions {
   // dropped from the cache first, so the figure is the device's).
   std::string data_dir;
   uint64_t read_bytes = uint64_t{512} << 20;  // read at most this much
+  // The trainer executable (sluice-train), asked for its LibTorch with
+  // `--version`; empty or missing: built without LibTorch.
+  std::string trainer;
 };
 
 DoctorReport run_doctor(const DoctorOptions& options);

@@ -94,6 +94,10 @@ struct TrainSummary {
 
 Result<TrainSummary> train(const TrainOptions& options);
 
+// "LibTorch 1.13.0, CPU only" or "LibTorch 2.5.1, CUDA 12040": what this
+// trainer was built with (for `sluice doctor`).
+std::string torch_build_info();
+
 struct ExtractOptions {
   // Read in storage order, eval augmentation, nothing dropped. The image
   // size and normalisation are the checkpoint's (what the model learnt on).

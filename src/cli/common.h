@@ -50,4 +50,8 @@ void register_advise(CLI::App& app, int* exit_code);
 void register_top(CLI::App& app, int* exit_code);
 void register_train(CLI::App& app, int* exit_code);
 
+// sluice-train (LibTorch's half of sluice): beside this binary, in the build
+// tree, else "sluice-train" for PATH.
+std::string find_trainer();
+
 }  // namespace sluice::cli

@@ -1,7 +1,10 @@
 // sluice doctor: is this machine set up right for a long job?
 #include "sluice/doctor.h"
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 
 #include "cli/common.h"
 
@@ -22,7 +25,26 @@ int run(const DoctorCli& c) {
           invalid_argument_error("--require takes gpu, cuda-build or torch, not '" + r + "'"));
     }
   }
-  DoctorReport report = run_doctor(c.options);
+  DoctorOptions options = c.options;
+  options.trainer = find_trainer();
+  if (options.trainer.find('/') == std::string::npos) {
+    // On PATH, or nowhere.
+    options.trainer.clear();
+    if (const char* path = std::getenv("PATH")) {
+      std::string dirs = path;
+      for (size_t at = 0; at <= dirs.size();) {
+        size_t end = dirs.find(':', at);
+        if (end == std::string::npos) end = dirs.size();
+        std::string candidate = dirs.substr(at, end - at) + "/sluice-train";
+        if (end > at && ::access(candidate.c_str(), X_OK) == 0) {
+          options.trainer = candidate;
+          break;
+        }
+        at = end + 1;
+      }
+    }
+  }
+  DoctorReport report = run_doctor(options);
   std::fputs((c.json ? format_doctor_json(report) : format_doctor_text(report)).c_str(), stdout);
   int rc = kExitOk;
   for (const Check& ch : report.checks) {
@@ -36,7 +58,7 @@ int run(const DoctorCli& c) {
       std::fprintf(stderr, "sluice doctor: required capability missing: %s\n",
                    r == "gpu"          ? "a GPU (no NVIDIA driver or no device)"
                    : r == "cuda-build" ? "the CUDA build of sluice"
-                                       : "LibTorch in this build");
+                                       : "LibTorch (sluice-train)");
       rc = kExitFailure;
     }
   }

@@ -14,6 +14,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
+}  // namespace
+
 std::string find_trainer() {
   std::error_code ec;
   fs::path self = fs::read_symlink("/proc/self/exe", ec);
@@ -26,6 +28,8 @@ std::string find_trainer() {
   }
   return "sluice-train";  // PATH
 }
+
+namespace {
 
 int hand_over(const std::string& command, const std::vector<std::string>& rest) {
   std::string trainer = find_trainer();

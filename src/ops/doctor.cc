@@ -159,7 +159,33 @@ void check_libraries(DoctorReport* r) {
   add(r, "library", "ok",
       fmt::format("ISA-L {}.{}.{}, zlib {}", ISAL_MAJOR_VERSION, ISAL_MINOR_VERSION,
                   ISAL_PATCH_VERSION, ZLIB_VERSION));
-  add(r, "library", "info", "LibTorch: not in this build (the trainer is a separate target)");
+}
+
+// LibTorch lives in sluice-train only; it says which one it was built with.
+void check_torch(const DoctorOptions& o, DoctorReport* r) {
+  if (o.trainer.empty() || ::access(o.trainer.c_str(), X_OK) != 0) {
+    add(r, "library", "info",
+        "LibTorch: this sluice was built without it (no sluice-train): `sluice train` and "
+        "`sluice extract` are unavailable",
+        "install libtorch-dev and libgloo-dev (or PyTorch) and rebuild");
+    return;
+  }
+  std::string command = "'" + o.trainer + "' --version 2>/dev/null";
+  std::string out;
+  if (FILE* p = ::popen(command.c_str(), "r")) {
+    char buf[512];
+    while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
+    ::pclose(p);
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  if (out.find("LibTorch") == std::string::npos) {
+    add(r, "library", "fail", o.trainer + " does not start (its --version printed nothing)",
+        "rebuild sluice-train, or check that LibTorch's libraries load (ldd " + o.trainer + ")");
+    return;
+  }
+  r->torch_build = true;
+  r->torch_version = out;
+  add(r, "library", "ok", out);
 }
 
 void check_gpus(DoctorReport* r) {
@@ -294,6 +320,7 @@ DoctorReport run_doctor(const DoctorOptions& options) {
   check_host(&r);
   check_data(options, &r);
   check_libraries(&r);
+  check_torch(options, &r);
   check_gpus(&r);
   return r;
 }
@@ -338,6 +365,7 @@ std::string format_doctor_json(const DoctorReport& r) {
                {"nvjpeg_library", r.nvjpeg_library},
                {"cuda_build", r.cuda_build}};
   j["torch_build"] = r.torch_build;
+  j["torch_version"] = r.torch_version;
   j["data_read_mb_per_second"] = r.data_read_mb_per_second;
   return j.dump(2) + "\n";
 }

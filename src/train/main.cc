@@ -309,6 +309,8 @@ int run_extract(ExtractCli& c) {
 int main(int argc, char** argv) {
   using namespace sluice;
   CLI::App app{"sluice-train: training and feature extraction on LibTorch, fed by sluice"};
+  app.set_version_flag("--version",
+                       std::string("sluice-train ") + SLUICE_VERSION + ", " + torch_build_info());
   app.require_subcommand(1);
   int exit_code = kExitOk;
 

@@ -1,6 +1,8 @@
 #include "train/support.h"
 
+#include <ATen/Context.h>
 #include <ATen/autocast_mode.h>
+#include <ATen/detail/CUDAHooksInterface.h>
 #include <fmt/format.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
@@ -216,3 +218,15 @@ void log_gpu_scalars(const torch::Device& device,
 }
 
 }  // namespace sluice::training
+
+namespace sluice {
+
+std::string torch_build_info() {
+  std::string s = std::string("LibTorch ") + TORCH_VERSION;
+  if (at::hasCUDA()) {
+    return s + fmt::format(", CUDA {}", at::detail::getCUDAHooks().versionCUDART());
+  }
+  return s + (at::detail::getCUDAHooks().hasCUDART() ? ", CUDA runtime, no GPU" : ", CPU only");
+}
+
+}  // namespace sluice

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
 
 namespace sluice {
 namespace {
@@ -91,6 +95,36 @@ TEST(DoctorTest, NvjpegIsFoundWithItsVersionOrSaidMissing) {
   r = run_doctor({});
   EXPECT_EQ(r.nvjpeg_major, 0);
   EXPECT_TRUE(has(r, "info", "nvJPEG not found"));
+}
+
+TEST(DoctorTest, LibTorchComesFromTheTrainerOrIsSaidMissing) {
+  DoctorOptions o;
+  o.trainer = "/nonexistent/sluice-train";
+  DoctorReport r = run_doctor(o);
+  EXPECT_FALSE(r.torch_build);
+  EXPECT_TRUE(has(r, "info", "built without it"));
+  // A stand-in trainer that answers --version as sluice-train does.
+  char dir[] = "/tmp/sluice-doctor-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  std::string script = std::string(dir) + "/sluice-train";
+  {
+    std::ofstream f(script);
+    f << "#!/bin/sh\necho 'sluice-train 0.1.0, LibTorch 9.9.0, CPU only'\n";
+  }
+  ::chmod(script.c_str(), 0755);
+  o.trainer = script;
+  r = run_doctor(o);
+  EXPECT_TRUE(r.torch_build);
+  EXPECT_TRUE(has(r, "ok", "LibTorch 9.9.0, CPU only"));
+  {
+    std::ofstream f(script);
+    f << "#!/bin/sh\nexit 127\n";
+  }
+  r = run_doctor(o);
+  EXPECT_FALSE(r.torch_build);
+  EXPECT_TRUE(has(r, "fail", "does not start"));
+  ::unlink(script.c_str());
+  ::rmdir(dir);
 }
 
 TEST(DoctorTest, RuntimeNewerThanDriverFails) {

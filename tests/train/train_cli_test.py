@@ -155,6 +155,10 @@ class TrainCliTest(unittest.TestCase):
                 "--max-steps", "30", "--checkpoint-dir", ckpt, "--resume", check=0)
         self.assertIn("resumed from", p.stdout)
 
+    def test_doctor_finds_the_trainers_libtorch(self):
+        p = run("doctor", "--require", "torch", check=0)
+        self.assertRegex(p.stdout, r"ok +library +sluice-train [0-9.]+, LibTorch [0-9.]+")
+
     def test_top_shows_a_training_job(self):
         status = os.path.join(self.tmp, "train.status")
         run("train", self.data, *self.common, "--epochs", "1", "--status", status, "-q", check=0)
