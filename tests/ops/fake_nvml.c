@@ -5,15 +5,32 @@
 #include <string.h>
 
 typedef struct nvmlDevice_st* nvmlDevice_t;
-typedef struct { unsigned long long total, free, used; } nvmlMemory_t;
-typedef struct { unsigned int gpu, memory; } nvmlUtilization_t;
+typedef struct {
+  unsigned long long total, free, used;
+} nvmlMemory_t;
+typedef struct {
+  unsigned int gpu, memory;
+} nvmlUtilization_t;
 static int devices[2];
 
-int nvmlInit_v2(void) { return 0; }
-int nvmlShutdown(void) { return 0; }
-int nvmlSystemGetDriverVersion(char* v, unsigned n) { strncpy(v, "580.65.06", n); return 0; }
-int nvmlSystemGetCudaDriverVersion_v2(int* v) { *v = 13000; return 0; }
-int nvmlDeviceGetCount_v2(unsigned* n) { *n = 2; return 0; }
+int nvmlInit_v2(void) {
+  return 0;
+}
+int nvmlShutdown(void) {
+  return 0;
+}
+int nvmlSystemGetDriverVersion(char* v, unsigned n) {
+  strncpy(v, "580.65.06", n);
+  return 0;
+}
+int nvmlSystemGetCudaDriverVersion_v2(int* v) {
+  *v = 13000;
+  return 0;
+}
+int nvmlDeviceGetCount_v2(unsigned* n) {
+  *n = 2;
+  return 0;
+}
 int nvmlDeviceGetHandleByIndex_v2(unsigned i, nvmlDevice_t* d) {
   if (i >= 2) return 2;
   *d = (nvmlDevice_t)&devices[i];
