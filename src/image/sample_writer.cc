@@ -22,6 +22,7 @@
 #include <string>
 
 #include "image/fast_resize.h"
+#include "image/sample_kernel.h"
 #include "sluice/image_ops.h"
 
 namespace sluice {
@@ -334,6 +335,61 @@ Status check_inputs(const DecodedWindow& src, const SampleSpec& spec, const void
 }
 
 }  // namespace
+
+namespace detail {
+
+namespace {
+AxisTable axis_table(const AxisPlan& p) {
+  std::vector<float> buf(static_cast<size_t>(p.out) * (1 + p.taps));
+  AxisFilter f{p.taps, p.out, buf.data(), buf.data() + p.out};
+  build_filter(p, &f);
+  AxisTable t;
+  t.taps = p.taps;
+  t.start.resize(static_cast<size_t>(p.out));
+  for (int o = 0; o < p.out; ++o) t.start[static_cast<size_t>(o)] = f.start_at(o);
+  t.weight.assign(buf.begin() + p.out, buf.end());
+  return t;
+}
+}  // namespace
+
+Status plan_sample_job(const DecodedWindow& src, bool flip, const SampleSpec& spec, void* dst,
+                       SampleTables* tables, SampleJob* job) {
+  std::vector<float> unused(1);
+  SLUICE_RETURN_IF_ERROR(check_inputs(src, spec, dst, &unused));
+  if (tables == nullptr || job == nullptr) return invalid_argument_error("null tables or job");
+  const double cx = std::max(0.0, src.crop_x), cy = std::max(0.0, src.crop_y);
+  tables->x =
+      axis_table(plan_axis(cx, std::min(src.crop_width, src.width - cx), src.width, spec.width));
+  tables->y = axis_table(
+      plan_axis(cy, std::min(src.crop_height, src.height - cy), src.height, spec.height));
+  const Affine aff = affine_for(spec);
+  SampleJob j;
+  j.src = src.pixels.data();
+  j.src_width = src.width;
+  j.x_start = tables->x.start.data();
+  j.x_weight = tables->x.weight.data();
+  j.x_taps = tables->x.taps;
+  j.y_start = tables->y.start.data();
+  j.y_weight = tables->y.weight.data();
+  j.y_taps = tables->y.taps;
+  j.out_width = spec.width;
+  j.out_height = spec.height;
+  j.flip = flip;
+  for (int c = 0; c < 3; ++c) {
+    j.scale[c] = aff.scale[c];
+    j.bias[c] = aff.bias[c];
+  }
+  j.dtype = spec.dtype == DType::kUint8     ? 0
+            : spec.dtype == DType::kFloat32 ? 1
+            : spec.dtype == DType::kFloat16 ? 2
+                                            : 3;
+  j.layout = spec.layout == Layout::kNHWC ? 1 : 0;
+  j.dst = static_cast<uint8_t*>(dst);
+  *job = j;
+  return ok_status();
+}
+
+}  // namespace detail
 
 Status write_sample_precise(const DecodedWindow& src, bool flip, const SampleSpec& spec, void* dst,
                             std::vector<float>* scratch) {

@@ -1,0 +1,97 @@
+// The fused kernel on a real CUDA device against the same arithmetic on the
+// CPU (which sample_kernel_test checks against write_sample_precise). Skips
+// where no device is visible: the device run is part of bench/gpu/check.sh.
+#include "cuda/fused_kernel.h"
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "tests/test_seed.h"
+
+namespace sluice {
+namespace {
+
+template <typename T>
+T* to_device(const T* host, size_t n) {
+  void* d = nullptr;
+  EXPECT_EQ(cudaMalloc(&d, n * sizeof(T)), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(d, host, n * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  return static_cast<T*>(d);
+}
+
+TEST(FusedKernelTest, DeviceEqualsHostOverASweep) {
+  if (!cuda::device_available()) GTEST_SKIP() << "no CUDA device visible";
+  std::mt19937_64 rng(run_seed("FusedKernelTest"));
+  auto integer = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  auto uniform = [&](double lo, double hi) {
+    return std::uniform_real_distribution<double>(lo, hi)(rng);
+  };
+  const DType dtypes[] = {DType::kUint8, DType::kFloat32, DType::kFloat16, DType::kBFloat16};
+  for (int trial = 0; trial < 64; ++trial) {
+    DecodedWindow w;
+    w.width = integer(1, 400);
+    w.height = integer(1, 400);
+    w.pixels.resize(static_cast<size_t>(w.width) * w.height * 3);
+    for (auto& p : w.pixels) p = static_cast<uint8_t>(integer(0, 255));
+    w.crop_width = uniform(0.5, w.width);
+    w.crop_height = uniform(0.5, w.height);
+    w.crop_x = uniform(0, w.width - w.crop_width);
+    w.crop_y = uniform(0, w.height - w.crop_height);
+    SampleSpec spec;
+    spec.width = integer(1, 256);
+    spec.height = integer(1, 256);
+    spec.dtype = dtypes[trial % 4];
+    spec.layout = trial % 8 < 4 ? Layout::kNCHW : Layout::kNHWC;
+    const bool flip = trial % 2 == 1;
+    const size_t bytes = sample_bytes(spec);
+    std::vector<uint8_t> want(bytes), got(bytes);
+    detail::SampleTables t;
+    detail::SampleJob job;
+    ASSERT_TRUE(detail::plan_sample_job(w, flip, spec, want.data(), &t, &job).ok());
+    detail::run_sample_job_on_host(job);
+    // The same job, its memory on the device.
+    detail::SampleJob d = job;
+    d.src = to_device(w.pixels.data(), w.pixels.size());
+    d.x_start = to_device(t.x.start.data(), t.x.start.size());
+    d.x_weight = to_device(t.x.weight.data(), t.x.weight.size());
+    d.y_start = to_device(t.y.start.data(), t.y.start.size());
+    d.y_weight = to_device(t.y.weight.data(), t.y.weight.size());
+    void* out = nullptr;
+    ASSERT_EQ(cudaMalloc(&out, bytes), cudaSuccess);
+    d.dst = static_cast<uint8_t*>(out);
+    detail::SampleJob* jobs = to_device(&d, 1);
+    ASSERT_TRUE(cuda::launch_fused_samples(jobs, 1, spec.width, spec.height, nullptr).ok());
+    ASSERT_EQ(cudaMemcpy(got.data(), out, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (const void* p : {static_cast<const void*>(d.src), static_cast<const void*>(d.x_start),
+                          static_cast<const void*>(d.x_weight), static_cast<const void*>(d.y_start),
+                          static_cast<const void*>(d.y_weight), static_cast<const void*>(out),
+                          static_cast<const void*>(jobs)}) {
+      cudaFree(const_cast<void*>(p));
+    }
+    // fp32 within 1e-5 relative (the device may fuse multiply-adds); the
+    // 16-bit types within one unit of their last place; uint8 within 1.
+    const size_t n = static_cast<size_t>(spec.width) * spec.height * 3;
+    for (size_t i = 0; i < n; ++i) {
+      if (spec.dtype == DType::kFloat32) {
+        float a, b;
+        std::memcpy(&a, got.data() + 4 * i, 4);
+        std::memcpy(&b, want.data() + 4 * i, 4);
+        ASSERT_LE(std::fabs(a - b), 1e-5f * std::max(1.0f, std::fabs(b))) << trial << " " << i;
+      } else if (spec.dtype == DType::kUint8) {
+        ASSERT_LE(std::abs(int{got[i]} - int{want[i]}), 1) << trial << " " << i;
+      } else {
+        uint16_t a, b;
+        std::memcpy(&a, got.data() + 2 * i, 2);
+        std::memcpy(&b, want.data() + 2 * i, 2);
+        ASSERT_LE(std::abs(int{a} - int{b}), 1) << trial << " " << i;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sluice

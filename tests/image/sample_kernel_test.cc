@@ -1,0 +1,131 @@
+// The GPU kernel's arithmetic (src/image/sample_kernel.h), run on the CPU
+// against write_sample_precise on fresh random inputs: sizes that enlarge,
+// shrink by up to 2x and by more (area averaging), fractional crops, every
+// dtype and layout, flipped or not. The CUDA kernel runs this same code per
+// thread, so what is checked here is its arithmetic; the device run itself
+// needs a GPU (bench/gpu).
+#include "image/sample_kernel.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "sluice/image_ops.h"
+#include "tests/test_seed.h"
+
+namespace sluice {
+namespace {
+
+float value_at(const std::vector<uint8_t>& buf, DType dtype, size_t i) {
+  switch (dtype) {
+    case DType::kUint8: return buf[i];
+    case DType::kFloat32: {
+      float f;
+      std::memcpy(&f, buf.data() + 4 * i, 4);
+      return f;
+    }
+    case DType::kFloat16: {
+      uint16_t h;
+      std::memcpy(&h, buf.data() + 2 * i, 2);
+      return half_to_float(h);
+    }
+    case DType::kBFloat16: {
+      uint16_t h;
+      std::memcpy(&h, buf.data() + 2 * i, 2);
+      return bfloat16_to_float(h);
+    }
+  }
+  return NAN;
+}
+
+TEST(SampleKernelTest, MatchesWriteSamplePreciseOverASweep) {
+  std::mt19937_64 rng(run_seed("SampleKernelTest"));
+  auto uniform = [&](double lo, double hi) {
+    return std::uniform_real_distribution<double>(lo, hi)(rng);
+  };
+  auto integer = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const DType dtypes[] = {DType::kUint8, DType::kFloat32, DType::kFloat16, DType::kBFloat16};
+  const Layout layouts[] = {Layout::kNCHW, Layout::kNHWC};
+  int cases = 0;
+  double worst_f32 = 0;
+  for (int trial = 0; trial < 120; ++trial) {
+    DecodedWindow w;
+    w.width = integer(1, 300);
+    w.height = integer(1, 300);
+    w.pixels.resize(static_cast<size_t>(w.width) * w.height * 3);
+    for (auto& p : w.pixels) p = static_cast<uint8_t>(integer(0, 255));
+    // A fractional crop inside the window.
+    w.crop_width = uniform(0.5, w.width);
+    w.crop_height = uniform(0.5, w.height);
+    w.crop_x = uniform(0, w.width - w.crop_width);
+    w.crop_y = uniform(0, w.height - w.crop_height);
+    SampleSpec spec;
+    // Enlarging, shrinking up to 2x, and beyond (area averaging).
+    const int pick = trial % 3;
+    spec.width = pick == 0 ? integer(1, 64) : integer(1, 200);
+    spec.height = pick == 1 ? integer(1, 32) : integer(1, 200);
+    spec.dtype = dtypes[trial % 4];
+    spec.layout = layouts[(trial / 4) % 2];
+    for (int c = 0; c < 3; ++c) {
+      spec.mean[c] = static_cast<float>(uniform(0, 1));
+      spec.std[c] = static_cast<float>(uniform(0.05, 1));
+    }
+    const bool flip = (trial / 8) % 2 == 1;
+    std::vector<uint8_t> want(sample_bytes(spec)), got(sample_bytes(spec), 0xAB);
+    std::vector<float> scratch;
+    ASSERT_TRUE(write_sample_precise(w, flip, spec, want.data(), &scratch).ok());
+    detail::SampleTables tables;
+    detail::SampleJob job;
+    ASSERT_TRUE(detail::plan_sample_job(w, flip, spec, got.data(), &tables, &job).ok());
+    detail::run_sample_job_on_host(job);
+    const size_t n = static_cast<size_t>(spec.width) * spec.height * 3;
+    for (size_t i = 0; i < n; ++i) {
+      const float a = value_at(got, spec.dtype, i), b = value_at(want, spec.dtype, i);
+      const float tolerance = spec.dtype == DType::kFloat32 ? 1e-5f * std::max(1.0f, std::fabs(b))
+                              : spec.dtype == DType::kBFloat16
+                                  ? 1e-2f * std::max(1.0f, std::fabs(b))
+                              : spec.dtype == DType::kFloat16 ? 1e-3f * std::max(1.0f, std::fabs(b))
+                                                              : 0.0f;
+      ASSERT_LE(std::fabs(a - b), tolerance)
+          << "trial " << trial << " value " << i << " of " << w.width << "x" << w.height << " -> "
+          << spec.width << "x" << spec.height << " dtype " << dtype_name(spec.dtype) << " layout "
+          << layout_name(spec.layout) << " flip " << flip;
+      if (spec.dtype == DType::kFloat32) worst_f32 = std::max(worst_f32, double(std::fabs(a - b)));
+    }
+    ++cases;
+  }
+  EXPECT_EQ(cases, 120);
+  std::printf("largest float32 difference: %g\n", worst_f32);
+}
+
+TEST(SampleKernelTest, HalfAndBfloat16MatchTheCpuConversionsExhaustively) {
+  // Every float32 bit pattern's top 16 bits times a few low patterns: the
+  // kernel's conversions equal image_ops.h's.
+  for (uint32_t hi = 0; hi < 0x10000u; ++hi) {
+    for (uint32_t lo : {0u, 1u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu, 0x1000u}) {
+      const float f = detail::bits_float((hi << 16) | lo);
+      ASSERT_EQ(detail::hd_float_to_half(f), float_to_half(f)) << std::hex << ((hi << 16) | lo);
+      ASSERT_EQ(detail::hd_float_to_bfloat16(f), float_to_bfloat16(f))
+          << std::hex << ((hi << 16) | lo);
+    }
+  }
+}
+
+TEST(SampleKernelTest, RefusesWhatWriteSampleRefuses) {
+  DecodedWindow w;
+  w.width = w.height = 4;
+  w.pixels.assign(48, 0);
+  w.crop_width = w.crop_height = 8;  // outside the window
+  SampleSpec spec;
+  spec.width = spec.height = 2;
+  std::vector<uint8_t> out(sample_bytes(spec));
+  detail::SampleTables t;
+  detail::SampleJob j;
+  EXPECT_EQ(detail::plan_sample_job(w, false, spec, out.data(), &t, &j).code(),
+            StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace sluice
