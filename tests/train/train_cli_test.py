@@ -49,6 +49,19 @@ def event_tags(logdir):
     return tags
 
 
+def wait_for_steps(test, proc, steps):
+    """Reads proc's stderr until `steps` step lines have gone by."""
+    seen = 0
+    deadline = time.time() + 120
+    while seen < steps and time.time() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        if " step " in line:
+            seen += 1
+    test.assertEqual(seen, steps, "no step lines")
+
+
 class TrainCliTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -108,16 +121,7 @@ class TrainCliTest(unittest.TestCase):
         proc = subprocess.Popen([SLUICE, "train", self.data, *self.common, "--epochs", "200",
                                  "--log-every", "1", "--checkpoint-dir", ckpt, "--logdir", logs],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        # Wait for the third step line, then Ctrl-C.
-        seen = 0
-        deadline = time.time() + 120
-        while seen < 3 and time.time() < deadline:
-            line = proc.stderr.readline()
-            if not line:
-                break
-            if " step " in line:
-                seen += 1
-        self.assertEqual(seen, 3, "no step lines")
+        wait_for_steps(self, proc, 3)  # then Ctrl-C
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=120)
         self.assertEqual(proc.returncode, 130, err)
@@ -137,15 +141,7 @@ class TrainCliTest(unittest.TestCase):
                                  "--procs", "2", "--epochs", "200", "--log-every", "1",
                                  "--checkpoint-dir", ckpt],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        seen = 0
-        deadline = time.time() + 120
-        while seen < 3 and time.time() < deadline:
-            line = proc.stderr.readline()
-            if not line:
-                break
-            if " step " in line:
-                seen += 1
-        self.assertEqual(seen, 3, "no step lines")
+        wait_for_steps(self, proc, 3)
         proc.send_signal(signal.SIGINT)  # the launcher passes it on to each rank once
         out, err = proc.communicate(timeout=120)
         self.assertEqual(proc.returncode, 130, err)
