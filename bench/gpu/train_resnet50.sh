@@ -9,7 +9,7 @@
 #      and the share of step time spent waiting for data;
 #   4. the same with --synthetic (one random batch made on the GPU): the
 #      compute-only ceiling the pipeline is measured against.
-# Usage: bench/gpu/train_resnet50.sh [OUT_DIR]   (env: STEPS, BATCH, GPUS, PYTHON)
+# Usage: bench/gpu/train_resnet50.sh [OUT_DIR]   (env: STEPS, BATCH, GPUS, PYTHON, BUILD_DIR)
 # Figures land in OUT_DIR/summary.txt.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -23,11 +23,15 @@ mkdir -p "$out"
 prefix="$("$python" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')"
 "$python" -c 'import torch; assert torch.cuda.is_available(), "no CUDA GPU visible to PyTorch"; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0))' | tee "$out/summary.txt"
 
-cmake -S . -B build/gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DSLUICE_TORCH=ON \
-  -DSLUICE_BUILD_TESTS=OFF -DSLUICE_BUILD_BENCH=OFF -DSLUICE_BUILD_PYTHON=OFF \
-  -DCMAKE_PREFIX_PATH="$prefix" >"$out/configure.log"
-cmake --build build/gpu -j"$(nproc)" --target sluice sluice-train >"$out/build.log"
-sluice=build/gpu/src/cli/sluice
+build="${BUILD_DIR:-build/gpu}"
+if [ ! -f "$build/build.ninja" ]; then
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSLUICE_TORCH=ON \
+    -DSLUICE_BUILD_TESTS=OFF -DSLUICE_BUILD_BENCH=OFF -DSLUICE_BUILD_PYTHON=OFF \
+    -DCMAKE_PREFIX_PATH="$prefix" >"$out/configure.log" 2>&1 || { tail -50 "$out/configure.log"; exit 1; }
+fi
+cmake --build "$build" -j"$(nproc)" --target sluice sluice-train >"$out/build.log" 2>&1 \
+  || { tail -50 "$out/build.log"; exit 1; }
+sluice="$build/src/cli/sluice"
 
 if [ ! -f "$out/shards/dataset.json" ]; then
   "$sluice" synth "$out/images" --classes 10 --per-class 100 --val-per-class 0 --size 320 \

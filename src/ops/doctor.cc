@@ -243,11 +243,11 @@ void check_gpus(DoctorReport* r) {
     int runtime_major = r->cuda_runtime_version / 1000;
     if (runtime_major != 0 && runtime_major != r->nvjpeg_major) {
       add(r, "cuda", "warn",
-          d + fmt::format(" does not match CUDA runtime {}: it will not be used",
+          d + fmt::format(" does not match CUDA runtime {}: GPU decoding could not use it",
                           cuda_version_string(r->cuda_runtime_version)),
           fmt::format("install nvJPEG for CUDA {} (or set SLUICE_NVJPEG_LIBRARY)", runtime_major));
     } else {
-      add(r, "cuda", "ok", d + ": GPU JPEG decoding available");
+      add(r, "cuda", "ok", d + ": found (sluice's GPU decode path does not use it yet)");
     }
   }
   if (r->nccl_version) {

@@ -118,8 +118,10 @@ int launch_ranks(int n, char** argv) {
       ::setpgid(0, 0);
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != launcher) ::_exit(kExitFailure);
-      ::signal(SIGINT, SIG_DFL);
-      ::signal(SIGTERM, SIG_DFL);
+      // Ignored until the rank installs its own handler (first thing in
+      // main): a Ctrl-C while LibTorch loads must not kill one rank alone.
+      ::signal(SIGINT, SIG_IGN);
+      ::signal(SIGTERM, SIG_IGN);
       ::sigprocmask(SIG_SETMASK, &old, nullptr);
       ::setenv("RANK", std::to_string(r).c_str(), 1);
       ::setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
@@ -153,9 +155,11 @@ int launch_ranks(int n, char** argv) {
     for (int i = 0; i < n; ++i) {
       if (g_children[i] == pid) g_children[i] = 0;
     }
+    // A rank killed by a signal failed, whatever the signal: only a rank
+    // that exited 130 itself stopped at the agreed step.
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     if (code == kExitOk) continue;
-    if (code == kExitInterrupted) {
+    if (WIFEXITED(status) && code == kExitInterrupted) {
       if (result == kExitOk) result = code;
       continue;
     }
@@ -308,9 +312,15 @@ int run_extract(ExtractCli& c) {
 
 int main(int argc, char** argv) {
   using namespace sluice;
+  // A rank (RANK set by a launcher) stops with the others at one step from
+  // its first instant; the launcher itself installs its handler when it forks.
+  if (std::getenv("RANK") != nullptr) install_stop_handler();
   CLI::App app{"sluice-train: training and feature extraction on LibTorch, fed by sluice"};
-  app.set_version_flag("--version",
-                       std::string("sluice-train ") + SLUICE_VERSION + ", " + torch_build_info());
+  // Lazily: asking LibTorch about CUDA costs time, and only --version needs it.
+  app.set_version_flag("--version", std::function<std::string()>([] {
+                         return std::string("sluice-train ") + SLUICE_VERSION + ", " +
+                                torch_build_info();
+                       }));
   app.require_subcommand(1);
   int exit_code = kExitOk;
 

@@ -244,7 +244,13 @@ Status Trainer::setup() {
   model_->to(device_);
   params_ = model_->parameters();
   SLUICE_ASSIGN_OR_RETURN(opt_, make_optimizer(o_, params_));
-  scaler_ = training::LossScaler(o_.amp == Amp::kFloat16);
+  // The loss is a sum over the batch, so the gradients are batch-size times
+  // a mean loss's: start the scale that much lower than GradScaler's 2^16.
+  {
+    training::LossScalerOptions so;
+    so.init_scale = std::max(1.0, 65536.0 / std::max(1, p.batch_size));
+    scaler_ = training::LossScaler(o_.amp == Amp::kFloat16, so);
+  }
   if (!o_.init_from.empty()) SLUICE_RETURN_IF_ERROR(init_from(classes, p.sample.width));
   if (leader() && !o_.logdir.empty()) {
     SLUICE_ASSIGN_OR_RETURN(tb_, TensorBoardWriter::create(o_.logdir));
@@ -362,6 +368,8 @@ Status Trainer::resume() {
   uint64_t done = m.value("batches_done", uint64_t{0});
   if (done >= pipe_->batches_per_epoch()) {
     start_epoch_ = epoch + 1;
+  } else if (done == 0) {
+    start_epoch_ = epoch;  // nothing of it consumed: any plan may start it
   } else {
     if (m.value("world_size", 1) != comm_->world_size() && done > 0) {
       return failed_precondition_error(fmt::format(
@@ -620,7 +628,15 @@ Status Trainer::init_from(int classes, int image_size) {
                                               o_.init_from, m.value("model", "?"), o_.model));
   }
   auto theirs_classes = static_cast<int>(m.value("classes", json::array()).size());
-  SLUICE_ASSIGN_OR_RETURN(auto theirs, training::make_model(o_.model, theirs_classes, image_size));
+  // Built as it was trained (seed-cnn's dense layer depends on the size).
+  int theirs_size = image_size;
+  if (m.contains("image_size") && m["image_size"].size() == 2) {
+    theirs_size = m["image_size"][0].get<int>();
+  }
+  SLUICE_ASSIGN_OR_RETURN(auto theirs, training::make_model(o_.model, theirs_classes, theirs_size));
+  // Other classes (even as many): the output layer starts fresh.
+  const bool same_classes = m.value("classes", json::array()) == json(pipe_->classes());
+  const std::string head = o_.model == "seed-cnn" ? "fc2." : "fc.";
   SLUICE_RETURN_IF_ERROR(
       training::read_checkpoint(o_.init_from, *theirs, nullptr, nullptr, false, torch::kCPU));
   torch::NoGradGuard no_grad;
@@ -630,7 +646,8 @@ Status Trainer::init_from(int classes, int image_size) {
   auto copy = [&](const std::string& name, torch::Tensor& dst,
                   const torch::OrderedDict<std::string, torch::Tensor>& src) {
     const torch::Tensor* t = src.find(name);
-    if (t != nullptr && t->sizes() == dst.sizes()) {
+    const bool is_head = name.rfind(head, 0) == 0;
+    if (t != nullptr && t->sizes() == dst.sizes() && (same_classes || !is_head)) {
       dst.copy_(*t);
       ++copied;
     } else {
