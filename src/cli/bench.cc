@@ -17,6 +17,7 @@
 #include "base/file_util.h"
 #include "cli/bench_report.h"
 #include "cli/common.h"
+#include "ops/gpu_status_json.h"
 #include "sluice/doctor.h"
 #include "sluice/gpu_monitor.h"
 #include "sluice/pipeline.h"
@@ -124,19 +125,6 @@ void write_status(const std::string& path, const json& status) {
 // The GPUs the status file reports (NVML), opened once when --status is given.
 const GpuMonitor* g_status_gpus = nullptr;
 
-json gpus_json(const GpuMonitor* gpus) {
-  json out = json::array();
-  if (gpus == nullptr) return out;
-  std::vector<GpuSample> samples = gpus->sample();
-  for (size_t i = 0; i < samples.size() && i < gpus->names().size(); ++i) {
-    out.push_back({{"name", gpus->names()[i]},
-                   {"utilization", samples[i].utilization},
-                   {"memory_used_bytes", samples[i].memory_used_bytes},
-                   {"memory_total_bytes", samples[i].memory_total_bytes}});
-  }
-  return out;
-}
-
 json status_json(const PipelineStats& s, double wall, double recent_rate, uint64_t images,
                  uint64_t batches, double cores, bool done) {
   json stages = json::object();
@@ -167,7 +155,7 @@ json status_json(const PipelineStats& s, double wall, double recent_rate, uint64
       {"cpu_cores_busy", cores},
       {"rss_bytes", proc.ok() ? proc->rss_bytes : 0},
       {"verdict", bottleneck_verdict(in).text},
-      {"gpus", gpus_json(g_status_gpus)},
+      {"gpus", detail::gpus_status_json<json>(g_status_gpus)},
       {"done", done}};
 }
 

@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "base/file_util.h"
+#include "ops/gpu_status_json.h"
 #include "sluice/gpu_monitor.h"
 #include "sluice/telemetry.h"
 #include "sluice/train.h"
@@ -727,16 +728,7 @@ void Trainer::write_status(bool done) {
     stages[s.name] = wall > 0 && st.workers > 0 ? s.busy_ns / 1e9 / (wall * st.workers) : 0;
     in.stages.push_back(s);
   }
-  json gpus = json::array();
-  if (const GpuMonitor* m = training::gpu_monitor()) {
-    std::vector<GpuSample> samples = m->sample();
-    for (size_t i = 0; i < samples.size() && i < m->names().size(); ++i) {
-      gpus.push_back({{"name", m->names()[i]},
-                      {"utilization", samples[i].utilization},
-                      {"memory_used_bytes", samples[i].memory_used_bytes},
-                      {"memory_total_bytes", samples[i].memory_total_bytes}});
-    }
-  }
+  json gpus = detail::gpus_status_json<json>(training::gpu_monitor());
   auto proc = sample_process();
   const auto& cpu0 = cpu_at_start_;
   double images = total_images_;

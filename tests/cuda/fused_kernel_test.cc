@@ -10,6 +10,7 @@
 #include <cstring>
 #include <random>
 
+#include "tests/image/random_window.h"
 #include "tests/test_seed.h"
 
 namespace sluice {
@@ -27,20 +28,9 @@ TEST(FusedKernelTest, DeviceEqualsHostOverASweep) {
   if (!cuda::device_available()) GTEST_SKIP() << "no CUDA device visible";
   std::mt19937_64 rng(run_seed("FusedKernelTest"));
   auto integer = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  auto uniform = [&](double lo, double hi) {
-    return std::uniform_real_distribution<double>(lo, hi)(rng);
-  };
   const DType dtypes[] = {DType::kUint8, DType::kFloat32, DType::kFloat16, DType::kBFloat16};
   for (int trial = 0; trial < 64; ++trial) {
-    DecodedWindow w;
-    w.width = integer(1, 400);
-    w.height = integer(1, 400);
-    w.pixels.resize(static_cast<size_t>(w.width) * w.height * 3);
-    for (auto& p : w.pixels) p = static_cast<uint8_t>(integer(0, 255));
-    w.crop_width = uniform(0.5, w.width);
-    w.crop_height = uniform(0.5, w.height);
-    w.crop_x = uniform(0, w.width - w.crop_width);
-    w.crop_y = uniform(0, w.height - w.crop_height);
+    DecodedWindow w = random_window(rng, 400);
     SampleSpec spec;
     spec.width = integer(1, 256);
     spec.height = integer(1, 256);

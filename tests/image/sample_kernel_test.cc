@@ -13,6 +13,7 @@
 #include <random>
 
 #include "sluice/image_ops.h"
+#include "tests/image/random_window.h"
 #include "tests/test_seed.h"
 
 namespace sluice {
@@ -28,16 +29,7 @@ TEST(SampleKernelTest, MatchesWriteSamplePreciseOverASweep) {
   const Layout layouts[] = {Layout::kNCHW, Layout::kNHWC};
   int cases = 0;
   for (int trial = 0; trial < 120; ++trial) {
-    DecodedWindow w;
-    w.width = integer(1, 300);
-    w.height = integer(1, 300);
-    w.pixels.resize(static_cast<size_t>(w.width) * w.height * 3);
-    for (auto& p : w.pixels) p = static_cast<uint8_t>(integer(0, 255));
-    // A fractional crop inside the window.
-    w.crop_width = uniform(0.5, w.width);
-    w.crop_height = uniform(0.5, w.height);
-    w.crop_x = uniform(0, w.width - w.crop_width);
-    w.crop_y = uniform(0, w.height - w.crop_height);
+    DecodedWindow w = random_window(rng, 300);
     SampleSpec spec;
     // Enlarging, shrinking up to 2x, and beyond (area averaging).
     const int pick = trial % 3;
