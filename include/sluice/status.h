@@ -36,6 +36,7 @@ enum class StatusCode : int {
   kOutOfRange = 11,     // end of data: a normal end, not an error in itself
   kUnimplemented = 12,  // well-formed input we do not support
   kInternal = 13,
+  kUnavailable = 14,  // an optional part (a GPU, a library) is not there
   kDataLoss = 15,  // corruption or truncation of stored bytes
   kUnknown = 2,
 };
@@ -90,6 +91,7 @@ Status out_of_range_error(std::string message);
 Status unimplemented_error(std::string message);
 Status internal_error(std::string message);
 Status data_loss_error(std::string message);
+Status unavailable_error(std::string message);
 
 // A Status from errno after a failed system call on `path`:
 // ENOENT -> kNotFound, EACCES -> kPermissionDenied, else kInternal.

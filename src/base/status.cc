@@ -22,6 +22,7 @@ std::string_view status_code_name(StatusCode code) {
     case StatusCode::kUnimplemented: return "UNIMPLEMENTED";
     case StatusCode::kInternal: return "INTERNAL";
     case StatusCode::kDataLoss: return "DATA_LOSS";
+    case StatusCode::kUnavailable: return "UNAVAILABLE";
   }
   return "UNKNOWN";
 }
@@ -95,6 +96,10 @@ Status internal_error(std::string m) {
 }
 Status data_loss_error(std::string m) {
   return Status(StatusCode::kDataLoss, std::move(m));
+}
+
+Status unavailable_error(std::string m) {
+  return Status(StatusCode::kUnavailable, std::move(m));
 }
 
 Status errno_error(std::string_view path, std::string_view what, int err) {

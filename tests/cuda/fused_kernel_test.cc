@@ -1,31 +1,43 @@
-// The fused kernel on a real CUDA device against the same arithmetic on the
-// CPU (which sample_kernel_test checks against write_sample_precise). Skips
-// where no device is visible: the device run is part of bench/gpu/check.sh.
-#include "cuda/fused_kernel.h"
-
-#include <cuda_runtime.h>
+// The fused kernel (libsluice_kernels.so, loaded as sluice loads it) on a
+// real CUDA device against the same arithmetic on the CPU (which
+// sample_kernel_test checks against write_sample_precise). Skips where no
+// device is visible: the device run is part of bench/gpu/check.sh.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <random>
 
+#include "device/cuda_runtime.h"
+#include "device/kernels.h"
 #include "tests/image/random_window.h"
 #include "tests/test_seed.h"
 
 namespace sluice {
 namespace {
 
+using device::cudaMemcpyDeviceToHost;
+using device::cudaMemcpyHostToDevice;
+using device::cudaSuccess;
+
+const device::CudaRuntime* g_cuda = nullptr;
+
 template <typename T>
 T* to_device(const T* host, size_t n) {
   void* d = nullptr;
-  EXPECT_EQ(cudaMalloc(&d, n * sizeof(T)), cudaSuccess);
-  EXPECT_EQ(cudaMemcpy(d, host, n * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  EXPECT_EQ(g_cuda->Malloc(&d, n * sizeof(T)), cudaSuccess);
+  EXPECT_EQ(g_cuda->Memcpy(d, host, n * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
   return static_cast<T*>(d);
 }
 
 TEST(FusedKernelTest, DeviceEqualsHostOverASweep) {
-  if (!cuda::device_available()) GTEST_SKIP() << "no CUDA device visible";
+  auto cuda = device::CudaRuntime::get();
+  if (!cuda.ok()) GTEST_SKIP() << cuda.status().message();
+  g_cuda = *cuda;
+  ASSERT_TRUE(g_cuda->use_device(0).ok());
+  // With a device visible, the kernels must be there (a CUDA build).
+  auto kernels = device::Kernels::get();
+  ASSERT_TRUE(kernels.ok()) << kernels.status().message();
   std::mt19937_64 rng(run_seed("FusedKernelTest"));
   auto integer = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   const DType dtypes[] = {DType::kUint8, DType::kFloat32, DType::kFloat16, DType::kBFloat16};
@@ -51,16 +63,16 @@ TEST(FusedKernelTest, DeviceEqualsHostOverASweep) {
     d.y_start = to_device(t.y.start.data(), t.y.start.size());
     d.y_weight = to_device(t.y.weight.data(), t.y.weight.size());
     void* out = nullptr;
-    ASSERT_EQ(cudaMalloc(&out, bytes), cudaSuccess);
+    ASSERT_EQ(g_cuda->Malloc(&out, bytes), cudaSuccess);
     d.dst = static_cast<uint8_t*>(out);
     detail::SampleJob* jobs = to_device(&d, 1);
-    ASSERT_TRUE(cuda::launch_fused_samples(jobs, 1, spec.width, spec.height, nullptr).ok());
-    ASSERT_EQ(cudaMemcpy(got.data(), out, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_EQ((*kernels)->launch_fused_samples(jobs, 1, spec.width, spec.height, nullptr), cudaSuccess);
+    ASSERT_EQ(g_cuda->Memcpy(got.data(), out, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
     for (const void* p : {static_cast<const void*>(d.src), static_cast<const void*>(d.x_start),
                           static_cast<const void*>(d.x_weight), static_cast<const void*>(d.y_start),
                           static_cast<const void*>(d.y_weight), static_cast<const void*>(out),
                           static_cast<const void*>(jobs)}) {
-      cudaFree(const_cast<void*>(p));
+      g_cuda->Free(const_cast<void*>(p));
     }
     // --fmad=false: the device rounds as the host does, bit for bit.
     ASSERT_EQ(std::memcmp(got.data(), want.data(), bytes), 0)
