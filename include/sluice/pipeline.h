@@ -52,6 +52,10 @@ enum class Order {
 std::string_view order_name(Order order);
 Result<Order> parse_order(std::string_view name);
 
+// Whether an optional part is used: where available (kAuto), always (kOn:
+// an error where it is not there), never (kOff).
+enum class Use { kAuto, kOn, kOff };
+
 struct PipelineOptions {
   // A dataset folder (dataset.json), record files or glob patterns, or one
   // ImageFolder tree (SRC/CLASS/*.jpg: the slow baseline users start from).
@@ -90,6 +94,19 @@ struct PipelineOptions {
   int prefetch = 0;
   // Everything in flight: ring slots plus per-worker scratch.
   uint64_t memory_budget = uint64_t{2} << 30;
+
+  // Where batches are delivered: -1 is host memory; N is CUDA device N
+  // ("cuda:N"). On a device the ring's slots are pinned host memory, each
+  // batch is copied on the pipeline's own stream, and Batch::data() is
+  // device memory, ready once Batch::ready_event() has completed.
+  int device = -1;
+  // On a device: crop, resize, flip, normalise, cast and layout run in the
+  // fused GPU kernel after the CPU decode (the workers then only decode),
+  // or on the CPU workers before the copy. kAuto: on the GPU where sluice's
+  // kernel library loads.
+  Use gpu_augment = Use::kAuto;
+  // On a device: device memory for the ring (the device part of the budget).
+  uint64_t device_memory_budget = uint64_t{4} << 30;
 
   // Decode only the crop window at the smallest sufficient DCT scale (the
   // default), or every pixel at full size first (the ablation's baseline).
@@ -156,6 +173,20 @@ class Batch {
   // Returns the slot to the ring now.
   void release();
 
+  // Where data() lives: -1 host memory, N CUDA device N.
+  int device() const { return device_; }
+  // On a device: the event (a cudaEvent_t) recorded after the batch's last
+  // write on the pipeline's stream. Read data() only after it: wait_on().
+  void* ready_event() const { return ready_event_; }
+  // Makes `stream` (a cudaStream_t; nullptr: the legacy default stream, as
+  // PyTorch uses by default) wait for the batch, without blocking the host.
+  // A no-op for a host batch.
+  Status wait_on(void* stream) const;
+  // On a device, release() lets the pipeline reuse the batch's device
+  // buffer once the work queued so far on the legacy default stream is
+  // done; release_after(stream) names the stream that reads the batch.
+  void release_after(void* stream);
+
  private:
   friend class Pipeline;
   Pipeline* owner_ = nullptr;
@@ -167,6 +198,8 @@ class Batch {
   size_t sample_bytes_ = 0;
   uint64_t epoch_ = 0, index_ = 0;
   SampleSpec spec_;
+  int device_ = -1;
+  void* ready_event_ = nullptr;
 };
 
 struct PipelineStats {
@@ -182,6 +215,14 @@ struct PipelineStats {
   uint64_t slot_bytes = 0;
   // How the engine settled workers and prefetch, in words.
   std::string tuning;
+  // On a device: where the augmentation ran ("gpu kernel" or "cpu"), and
+  // the staging measured on the device's clock.
+  int device = -1;
+  std::string gpu_augment;
+  uint64_t device_slot_bytes = 0;
+  uint64_t h2d_bytes = 0;
+  double h2d_seconds = 0;     // device time of the host-to-device copies
+  double kernel_seconds = 0;  // device time of the fused kernel
 };
 
 class Pipeline {
@@ -219,7 +260,7 @@ class Pipeline {
   friend class Batch;
   struct Impl;
   explicit Pipeline(std::unique_ptr<Impl> impl);
-  void release(int slot);
+  void release(int slot, void* stream);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -15,7 +15,8 @@ Result<CudaRuntime> load() {
   void* h = detail::open_first(detail::cudart_candidates(), &which);
   if (!h) {
     std::string tried;
-    for (const std::string& c : detail::cudart_candidates()) tried += (tried.empty() ? "" : ", ") + c;
+    for (const std::string& c : detail::cudart_candidates())
+      tried += (tried.empty() ? "" : ", ") + c;
     return unavailable_error(
         fmt::format("no CUDA runtime loads (tried {}; set SLUICE_CUDART_LIBRARY)", tried));
   }
@@ -81,9 +82,8 @@ Status CudaRuntime::check(cudaError_t e, std::string_view what) const {
 
 Status CudaRuntime::use_device(int device) const {
   if (device < 0 || device >= devices) {
-    return invalid_argument_error(
-        fmt::format("cuda:{} does not exist ({} device{} visible)", device, devices,
-                    devices == 1 ? "" : "s"));
+    return invalid_argument_error(fmt::format("cuda:{} does not exist ({} device{} visible)",
+                                              device, devices, devices == 1 ? "" : "s"));
   }
   return check(SetDevice(device), fmt::format("cudaSetDevice({})", device));
 }

@@ -33,9 +33,9 @@ Result<Kernels> load() {
     return unavailable_error(which + " is not a sluice kernel library");
   }
   if (abi() != kKernelsAbi) {
-    return unavailable_error(fmt::format(
-        "{} was built for kernel ABI {}, this sluice needs {}: rebuild both together", which,
-        abi(), kKernelsAbi));
+    return unavailable_error(
+        fmt::format("{} was built for kernel ABI {}, this sluice needs {}: rebuild both together",
+                    which, abi(), kKernelsAbi));
   }
   return k;
 }

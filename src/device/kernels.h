@@ -5,7 +5,6 @@
 #pragma once
 
 #include <string>
-
 #include <vector>
 
 #include "device/kernels_abi.h"

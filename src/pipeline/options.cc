@@ -2,6 +2,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "device/cuda_runtime.h"
 #include "sluice/pipeline_options.h"
 
 namespace sluice {
@@ -64,6 +65,13 @@ Status parse_enum(std::string_view name, Result<Enum> parsed, Enum* out) {
                                   std::string(parsed.status().message()));
   *out = *parsed;
   return Status();
+}
+
+Result<Use> parse_use(std::string_view v) {
+  if (v == "auto") return Use::kAuto;
+  if (v == "on" || v == "true") return Use::kOn;
+  if (v == "off" || v == "false") return Use::kOff;
+  return invalid_argument_error("expected auto, on or off, got '" + std::string(v) + "'");
 }
 
 Result<AugmentMode> parse_augment(std::string_view v) {
@@ -160,6 +168,25 @@ std::vector<OptionSpec> build() {
         double mb = 0;
         SLUICE_RETURN_IF_ERROR(parse_number<double>("memory_budget_mb", v, 1, 1 << 24, &mb));
         o->memory_budget = static_cast<uint64_t>(mb * 1024 * 1024);
+        return Status();
+      });
+  add("device", "--device", "cpu",
+      "where batches are delivered: cpu (host memory) | cuda | cuda:N (pinned ring, copies on "
+      "their own stream)",
+      [](std::string_view v, O* o) {
+        return parse_enum("device", device::parse_device(v), &o->device);
+      });
+  add("gpu_augment", "--gpu-augment", "auto",
+      "on a CUDA device: crop/resize/normalise/cast in the fused GPU kernel after the CPU decode "
+      "(auto: where sluice's kernel library loads) | on | off",
+      [](std::string_view v, O* o) {
+        return parse_enum("gpu_augment", parse_use(v), &o->gpu_augment);
+      });
+  add("device_memory_budget_mb", "--device-memory-budget", "4096",
+      "MiB of device memory for the ring (with --device cuda)", [](std::string_view v, O* o) {
+        double mb = 0;
+        SLUICE_RETURN_IF_ERROR(parse_number<double>("device_memory_budget_mb", v, 1, 1 << 24, &mb));
+        o->device_memory_budget = static_cast<uint64_t>(mb * 1024 * 1024);
         return Status();
       });
   add("on_error", "--on-error", "warn", "a bad sample: fail | skip | warn",

@@ -24,6 +24,7 @@
 #include <mutex>
 #include <thread>
 
+#include "pipeline/device_slots.h"
 #include "pipeline/source.h"
 
 namespace sluice {
@@ -54,10 +55,14 @@ uint8_t* map_slot(size_t bytes) {
   return static_cast<uint8_t*>(p);
 }
 
-enum class SlotState { kFree, kFilling, kReady, kHeld };
+// kReady: every sample prepared; on a device, kStaging then kStaged once
+// the copy (and kernel) are queued on the pipeline's stream.
+enum class SlotState { kFree, kFilling, kReady, kStaging, kStaged, kHeld };
 
 struct Slot {
-  std::unique_ptr<uint8_t[], SlotFree> data{nullptr, SlotFree{0}};
+  std::unique_ptr<uint8_t[], SlotFree> mapped{nullptr, SlotFree{0}};  // host mode
+  uint8_t* data = nullptr;              // samples (host mode, copy mode) or the arena (kernel mode)
+  std::vector<detail::SampleJob> jobs;  // kernel mode: arena offsets in the pointers
   std::vector<int64_t> labels;
   std::vector<uint64_t> ids;
   std::vector<uint8_t> valid;
@@ -65,7 +70,17 @@ struct Slot {
   uint64_t batch = 0;
   size_t size = 0;       // samples in this batch
   size_t remaining = 0;  // samples still being prepared
+  size_t count = 0;      // on a device: good samples, set when staged
 };
+
+// Kernel mode: the most of the arena one sample may take (its decoded
+// window and resize tables). Crop decoding picks the smallest DCT scale
+// that covers the output, so a window is usually under (2w x 2h) pixels;
+// anything larger is resized on the CPU to w x h first (arena_job()).
+size_t arena_per_sample(const SampleSpec& spec) {
+  const size_t w = static_cast<size_t>(spec.width), h = static_cast<size_t>(spec.height);
+  return (4 * w * h * 3 + 64 * (w + h) + 4096 + 255) / 256 * 256;
+}
 
 }  // namespace
 
@@ -85,6 +100,12 @@ struct Pipeline::Impl {
   StageStats* batch_stage = nullptr;
   StageStats* idle_stage = nullptr;  // workers waiting for work
 
+  // On a device (o.device >= 0): the ring's device side; kernel: the fused
+  // GPU kernel does the augmentation.
+  std::unique_ptr<detail::DeviceSlots> dev;
+  bool kernel = false;
+  size_t arena_sample = 0;
+
   mutable std::mutex mu;
   std::condition_variable_any work_cv;      // workers wait here
   std::condition_variable_any consumer_cv;  // next() and resets wait here
@@ -96,6 +117,7 @@ struct Pipeline::Impl {
   uint64_t next_sample = 0;
   uint64_t next_hand = 0;
   uint64_t next_assign = 0;
+  uint64_t next_stage = 0;  // on a device: the next batch to stage
   std::map<uint64_t, int> batch_slot;
   std::vector<Slot> slots;
   int in_flight = 0;
@@ -135,6 +157,7 @@ struct Pipeline::Impl {
       slot.size = batch_len(next_assign);
       slot.remaining = slot.size;
       std::fill(slot.valid.begin(), slot.valid.end(), 1);
+      if (kernel) dev->reset_arena(static_cast<int>(s));
       batch_slot[next_assign] = static_cast<int>(s);
       ++next_assign;
     }
@@ -154,11 +177,18 @@ struct Pipeline::Impl {
     uint64_t n = plan->size();
     batches = o.drop_last ? n / o.batch_size : (n + o.batch_size - 1) / o.batch_size;
     first_batch = std::min(first_batch, batches);
-    next_hand = next_assign = first_batch;
+    next_hand = next_assign = next_stage = first_batch;
     next_sample = first_batch * static_cast<uint64_t>(o.batch_size);
     batch_slot.clear();
-    for (Slot& s : slots) {
-      if (s.state != SlotState::kHeld) s.state = SlotState::kFree;
+    for (size_t i = 0; i < slots.size(); ++i) {
+      Slot& s = slots[i];
+      if (s.state == SlotState::kHeld) continue;
+      // A staged slot's host memory may still be read by its copy.
+      if (dev && s.state == SlotState::kStaged) {
+        Status r = dev->reclaim(static_cast<int>(i));
+        if (!r.ok()) std::fprintf(stderr, "sluice: %s\n", std::string(r.message()).c_str());
+      }
+      s.state = SlotState::kFree;
     }
     fatal = Status();
     assign_slots();
@@ -236,9 +266,8 @@ struct Pipeline::Impl {
       size_t i = static_cast<size_t>(k % static_cast<uint64_t>(o.batch_size));
       uint64_t id = (*my_plan)[k];
       uint64_t marks[4] = {};
-      Status st_sample =
-          prepare(id, ep, &decoder, &window, &scratch, &buffer, slot.data.get() + i * sample_bytes,
-                  &slot.labels[i], o.trace ? marks : nullptr);
+      Status st_sample = prepare(id, ep, &decoder, &window, &scratch, &buffer, s, i,
+                                 &slot.labels[i], o.trace ? marks : nullptr);
       slot.ids[i] = id;
       std::unique_lock lock(mu);
       --in_flight;
@@ -288,12 +317,127 @@ struct Pipeline::Impl {
     add_span(worker, "augment", marks[2], marks[3], id);
   }
 
+  // Kernel mode: leaves the decoded window and its resize tables in the
+  // slot's arena and the job that the fused kernel runs, with arena offsets
+  // for pointers. A window too large for its share of the arena is resized
+  // (and flipped) on the CPU to the output size first, in 8 bits as
+  // write_sample does; the kernel then only normalises, casts and lays out.
+  Status arena_job(const DecodedWindow& w, bool flip, int slot, detail::SampleJob* job,
+                   std::vector<float>* scratch) {
+    thread_local detail::SampleTables tables;
+    thread_local DecodedWindow small;
+    const DecodedWindow* src = &w;
+    auto up = [](size_t n) { return (n + 255) / 256 * 256; };
+    // Each piece starts on a 256-byte boundary, as put() lays them out.
+    auto tables_bytes = [&] {
+      return up(tables.x.start.size() * sizeof(int32_t)) +
+             up(tables.x.weight.size() * sizeof(float)) +
+             up(tables.y.start.size() * sizeof(int32_t)) +
+             up(tables.y.weight.size() * sizeof(float));
+    };
+    uint8_t* unused_dst = slots[static_cast<size_t>(slot)].data;  // set when staged
+    SLUICE_RETURN_IF_ERROR(detail::plan_sample_job(w, flip, o.sample, unused_dst, &tables, job));
+    size_t pixels = static_cast<size_t>(w.width) * w.height * 3;
+    if (up(pixels) + tables_bytes() > arena_sample) {
+      SampleSpec u8 = o.sample;
+      u8.dtype = DType::kUint8;
+      u8.layout = Layout::kNHWC;
+      small.width = o.sample.width;
+      small.height = o.sample.height;
+      small.pixels.resize(::sluice::sample_bytes(u8));
+      small.crop_x = small.crop_y = 0;
+      small.crop_width = small.width;
+      small.crop_height = small.height;
+      SLUICE_RETURN_IF_ERROR(write_sample(w, flip, u8, small.pixels.data(), scratch));
+      src = &small;
+      SLUICE_RETURN_IF_ERROR(
+          detail::plan_sample_job(small, false, o.sample, unused_dst, &tables, job));
+      pixels = small.pixels.size();
+    }
+    size_t at = dev->reserve(slot, up(pixels) + tables_bytes());
+    if (at == SIZE_MAX) return internal_error("batch slot arena overflow");
+    uint8_t* base = slots[static_cast<size_t>(slot)].data;
+    size_t off = at;
+    auto put = [&](const void* p, size_t n) {
+      std::memcpy(base + off, p, n);
+      const uint8_t* as_offset = reinterpret_cast<const uint8_t*>(static_cast<uintptr_t>(off));
+      off += up(n);
+      return as_offset;
+    };
+    job->src = put(src->pixels.data(), pixels);
+    job->x_start = reinterpret_cast<const int32_t*>(
+        put(tables.x.start.data(), tables.x.start.size() * sizeof(int32_t)));
+    job->x_weight = reinterpret_cast<const float*>(
+        put(tables.x.weight.data(), tables.x.weight.size() * sizeof(float)));
+    job->y_start = reinterpret_cast<const int32_t*>(
+        put(tables.y.start.data(), tables.y.start.size() * sizeof(int32_t)));
+    job->y_weight = reinterpret_cast<const float*>(
+        put(tables.y.weight.data(), tables.y.weight.size() * sizeof(float)));
+    job->dst = nullptr;
+    return Status();
+  }
+
+  // On a device: takes finished slots in batch order, drops bad samples,
+  // and queues the copy (and the kernel) on the pipeline's stream.
+  void stager(std::stop_token st) {
+    for (;;) {
+      int s;
+      uint64_t gen;
+      {
+        std::unique_lock lock(mu);
+        bool go = consumer_cv.wait(lock, st, [&] {
+          auto it = batch_slot.find(next_stage);
+          return it != batch_slot.end() &&
+                 slots[static_cast<size_t>(it->second)].state == SlotState::kReady;
+        });
+        if (!go) return;
+        s = batch_slot.at(next_stage);
+        gen = generation;
+        slots[static_cast<size_t>(s)].state = SlotState::kStaging;
+        ++in_flight;
+      }
+      Slot& slot = slots[static_cast<size_t>(s)];
+      size_t n = compact(&slot);
+      Status r = dev->stage(s, n * sample_bytes, kernel ? &staged_jobs : nullptr);
+      std::unique_lock lock(mu);
+      --in_flight;
+      if (gen == generation) {
+        if (!r.ok() && fatal.ok()) fatal = r;
+        slot.count = n;
+        slot.state = SlotState::kStaged;
+        ++next_stage;
+      }
+      consumer_cv.notify_all();
+    }
+  }
+
+  // Drops bad samples from a finished slot, keeping the good ones' order;
+  // returns how many are left. Kernel mode gathers their jobs instead of
+  // moving bytes.
+  std::vector<detail::SampleJob> staged_jobs;
+  size_t compact(Slot* slot) {
+    size_t n = 0;
+    if (kernel) staged_jobs.clear();
+    for (size_t i = 0; i < slot->size; ++i) {
+      if (!slot->valid[i]) continue;
+      if (kernel) {
+        staged_jobs.push_back(slot->jobs[i]);
+      } else if (n != i) {
+        std::memmove(slot->data + n * sample_bytes, slot->data + i * sample_bytes, sample_bytes);
+      }
+      slot->labels[n] = slot->labels[i];
+      slot->ids[n] = slot->ids[i];
+      ++n;
+    }
+    return n;
+  }
+
   // `marks` (when tracing): start, after read, after decode, end.
   Status prepare(uint64_t id, uint64_t ep, CropDecoder* decoder, DecodedWindow* window,
-                 std::vector<float>* scratch, std::string* buffer, uint8_t* dst, int64_t* label,
-                 uint64_t* marks) {
+                 std::vector<float>* scratch, std::string* buffer, int slot, size_t i,
+                 int64_t* label, uint64_t* marks) {
     if (marks) marks[0] = now_ns();
-    Status s = prepare_stages(id, ep, decoder, window, scratch, buffer, dst, label, marks);
+    Status s = prepare_stages(id, ep, decoder, window, scratch, buffer, slot, i, label, marks);
     if (marks) {
       // A stage that failed ends the others where it stopped.
       uint64_t end = now_ns();
@@ -305,7 +449,7 @@ struct Pipeline::Impl {
   }
 
   Status prepare_stages(uint64_t id, uint64_t ep, CropDecoder* decoder, DecodedWindow* window,
-                        std::vector<float>* scratch, std::string* buffer, uint8_t* dst,
+                        std::vector<float>* scratch, std::string* buffer, int slot, size_t i,
                         int64_t* label, uint64_t* marks) {
     detail::RawSample raw;
     {
@@ -338,7 +482,13 @@ struct Pipeline::Impl {
     }
     if (marks) marks[2] = now_ns();
     StageTimer t(*augment_stage);
-    SLUICE_RETURN_IF_ERROR(write_sample(*window, aug.flip, o.sample, dst, scratch));
+    Slot& sl = slots[static_cast<size_t>(slot)];
+    if (kernel) {
+      SLUICE_RETURN_IF_ERROR(arena_job(*window, aug.flip, slot, &sl.jobs[i], scratch));
+    } else {
+      SLUICE_RETURN_IF_ERROR(
+          write_sample(*window, aug.flip, o.sample, sl.data + i * sample_bytes, scratch));
+    }
     t.done(1, sample_bytes);
     if (marks) marks[3] = now_ns();
     return Status();
@@ -364,6 +514,8 @@ Batch& Batch::operator=(Batch&& other) noexcept {
     epoch_ = other.epoch_;
     index_ = other.index_;
     spec_ = other.spec_;
+    device_ = other.device_;
+    ready_event_ = other.ready_event_;
   }
   return *this;
 }
@@ -373,9 +525,18 @@ Batch::~Batch() {
 }
 
 void Batch::release() {
-  if (owner_) owner_->release(slot_);
+  release_after(nullptr);
+}
+
+void Batch::release_after(void* stream) {
+  if (owner_) owner_->release(slot_, stream);
   owner_ = nullptr;
   slot_ = -1;
+}
+
+Status Batch::wait_on(void* stream) const {
+  if (device_ < 0 || !owner_) return Status();
+  return owner_->impl_->dev->wait_on(slot_, stream);
 }
 
 std::string SampleEvent::to_string() const {
@@ -419,6 +580,30 @@ Status validate(const PipelineOptions& o) {
   return Status();
 }
 
+// On a device: whether it is there, and where the augmentation runs.
+Status check_device(const PipelineOptions& o, bool* kernel) {
+  const std::string where = "--device " + device::device_name(o.device);
+  auto cuda = device::CudaRuntime::get();
+  if (!cuda.ok())
+    return Status(cuda.status().code(), where + ": " + std::string(cuda.status().message()));
+  if (o.device >= (*cuda)->devices) {
+    return invalid_argument_error(fmt::format("{}: only {} CUDA device{} visible", where,
+                                              (*cuda)->devices,
+                                              (*cuda)->devices == 1 ? " is" : "s are"));
+  }
+  *kernel = false;
+  if (o.gpu_augment != Use::kOff) {
+    auto kernels = device::Kernels::get();
+    if (kernels.ok()) {
+      *kernel = true;
+    } else if (o.gpu_augment == Use::kOn) {
+      return Status(kernels.status().code(),
+                    "--gpu-augment on: " + std::string(kernels.status().message()));
+    }
+  }
+  return Status();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Pipeline>> Pipeline::create(const PipelineOptions& options) {
@@ -431,7 +616,31 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(const PipelineOptions& option
   if (m.source->size() == 0) return invalid_argument_error("the source holds no records");
   m.sample_bytes = sample_bytes(options.sample);
   const uint64_t bs = static_cast<uint64_t>(options.batch_size);
+  detail::DeviceSlots::Config dc;
+  size_t device_slot = 0;
+  uint64_t device_fit = UINT64_MAX;
   m.slot_bytes = bs * (m.sample_bytes + sizeof(int64_t) + sizeof(uint64_t) + 1);
+  if (options.device >= 0) {
+    SLUICE_RETURN_IF_ERROR(check_device(options, &m.kernel));
+    m.arena_sample = arena_per_sample(options.sample);
+    dc = {.device = options.device,
+          .slots = 0,
+          .batch_size = options.batch_size,
+          .spec = options.sample,
+          .kernel = m.kernel,
+          .arena_per_sample = m.arena_sample};
+    size_t host = 0;
+    detail::DeviceSlots::measure(dc, &host, &device_slot);
+    m.slot_bytes = host + bs * (sizeof(int64_t) + sizeof(uint64_t) + 1 +
+                                (m.kernel ? sizeof(detail::SampleJob) : 0));
+    device_fit = options.device_memory_budget / device_slot;
+    if (device_fit < 2) {
+      return invalid_argument_error(fmt::format(
+          "device memory budget of {} MB is too small: two batch slots need {} MB on {}",
+          options.device_memory_budget >> 20, (2 * device_slot) >> 20,
+          device::device_name(options.device)));
+    }
+  }
   int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   m.workers = options.workers > 0 ? options.workers : cores;
   uint64_t scratch = static_cast<uint64_t>(m.workers) * kWorkerScratchBytes;
@@ -441,7 +650,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(const PipelineOptions& option
                            options.workers > 0 ? "set" : "one per core", m.prefetch);
   } else {
     uint64_t room = options.memory_budget > scratch ? options.memory_budget - scratch : 0;
-    uint64_t fit = room / m.slot_bytes;
+    uint64_t fit = std::min(room / m.slot_bytes, device_fit);
     if (fit < 2) {
       return invalid_argument_error(
           fmt::format("memory budget of {} MB is too small: two batch slots of {} MB plus {} MB of "
@@ -454,16 +663,37 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(const PipelineOptions& option
     // only adds memory.
     m.prefetch = static_cast<int>(std::min<uint64_t>(fit, std::max(2, 2 * m.workers)));
     m.tuning = fmt::format(
-        "workers {} ({}), prefetch {} (of {} slots of {:.1f} MB that fit the {} MB budget)",
+        "workers {} ({}), prefetch {} (of {} slots of {:.1f} MB that fit the {} MB budget{})",
         m.workers, options.workers > 0 ? "set" : "one per core", m.prefetch, fit,
-        m.slot_bytes / 1e6, options.memory_budget >> 20);
+        m.slot_bytes / 1e6, options.memory_budget >> 20,
+        options.device >= 0 ? fmt::format(" and {} MB on {}", options.device_memory_budget >> 20,
+                                          device::device_name(options.device))
+                            : "");
+  }
+  if (options.device >= 0) {
+    if (options.prefetch > 0 && static_cast<uint64_t>(m.prefetch) > device_fit) {
+      return invalid_argument_error(
+          fmt::format("prefetch {} needs {} MB on {}, over the device memory budget of {} MB",
+                      m.prefetch, (m.prefetch * device_slot) >> 20,
+                      device::device_name(options.device), options.device_memory_budget >> 20));
+    }
+    dc.slots = m.prefetch;
+    SLUICE_ASSIGN_OR_RETURN(m.dev, detail::DeviceSlots::create(dc));
   }
   m.slots.resize(static_cast<size_t>(m.prefetch));
-  for (Slot& s : m.slots) {
-    size_t bytes = std::max<size_t>(1, bs * m.sample_bytes);
-    s.data = std::unique_ptr<uint8_t[], SlotFree>(map_slot(bytes), SlotFree{bytes});
-    if (!s.data) {
-      return resource_exhausted_error(fmt::format("cannot map a batch slot of {} MB", bytes >> 20));
+  for (size_t i = 0; i < m.slots.size(); ++i) {
+    Slot& s = m.slots[i];
+    if (m.dev) {
+      s.data = m.dev->host(static_cast<int>(i));
+      if (m.kernel) s.jobs.resize(bs);
+    } else {
+      size_t bytes = std::max<size_t>(1, bs * m.sample_bytes);
+      s.mapped = std::unique_ptr<uint8_t[], SlotFree>(map_slot(bytes), SlotFree{bytes});
+      if (!s.mapped) {
+        return resource_exhausted_error(
+            fmt::format("cannot map a batch slot of {} MB", bytes >> 20));
+      }
+      s.data = s.mapped.get();
     }
     s.labels.assign(bs, -1);
     s.ids.assign(bs, 0);
@@ -484,6 +714,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(const PipelineOptions& option
   for (int w = 0; w < m.workers; ++w) {
     m.threads.emplace_back([&m, w](std::stop_token st) { m.worker(st, w); });
   }
+  if (m.dev) m.threads.emplace_back([&m](std::stop_token st) { m.stager(st); });
   return std::unique_ptr<Pipeline>(new Pipeline(std::move(impl)));
 }
 
@@ -549,7 +780,8 @@ Result<Batch> Pipeline::next() {
   }
   Slot& slot = m.slots[static_cast<size_t>(it->second)];
   uint64_t t0 = now_ns();
-  m.consumer_cv.wait(lock, [&] { return slot.state == SlotState::kReady || !m.fatal.ok(); });
+  const SlotState done = m.dev ? SlotState::kStaged : SlotState::kReady;
+  m.consumer_cv.wait(lock, [&] { return slot.state == done || !m.fatal.ok(); });
   uint64_t waited = now_ns() - t0;
   m.consumer_wait_ns += waited;
   m.window_wait_ns += waited;
@@ -557,23 +789,17 @@ Result<Batch> Pipeline::next() {
   m.batch_stage->add_wait(waited);
   m.autotune(now_ns());
   if (!m.fatal.ok()) return m.fatal;
-  // Drop bad samples: move the good ones down, keeping their order.
-  size_t n = 0;
-  for (size_t i = 0; i < slot.size; ++i) {
-    if (!slot.valid[i]) continue;
-    if (n != i) {
-      std::memmove(slot.data.get() + n * m.sample_bytes, slot.data.get() + i * m.sample_bytes,
-                   m.sample_bytes);
-      slot.labels[n] = slot.labels[i];
-      slot.ids[n] = slot.ids[i];
-    }
-    ++n;
-  }
+  // Drop bad samples (on a device the stager already did).
+  size_t n = m.dev ? slot.count : m.compact(&slot);
   slot.state = SlotState::kHeld;
   Batch b;
   b.owner_ = this;
   b.slot_ = it->second;
-  b.data_ = slot.data.get();
+  b.data_ = m.dev ? m.dev->output(it->second) : slot.data;
+  if (m.dev) {
+    b.device_ = m.o.device;
+    b.ready_event_ = m.dev->ready_event(it->second);
+  }
   b.labels_ = slot.labels.data();
   b.ids_ = slot.ids.data();
   b.size_ = n;
@@ -588,8 +814,12 @@ Result<Batch> Pipeline::next() {
   return b;
 }
 
-void Pipeline::release(int slot) {
+void Pipeline::release(int slot, void* stream) {
   std::lock_guard lock(impl_->mu);
+  if (impl_->dev) {
+    Status r = impl_->dev->release(slot, stream);
+    if (!r.ok() && impl_->fatal.ok()) impl_->fatal = r;
+  }
   impl_->slots[static_cast<size_t>(slot)].state = SlotState::kFree;
   impl_->assign_slots();
   impl_->work_cv.notify_all();
@@ -609,6 +839,15 @@ PipelineStats Pipeline::stats() const {
   for (const Slot& slot : impl_->slots) s.ready_batches += slot.state == SlotState::kReady;
   s.slot_bytes = impl_->slot_bytes;
   s.tuning = impl_->tuning;
+  if (impl_->dev) {
+    auto c = impl_->dev->counters();
+    s.device = impl_->o.device;
+    s.gpu_augment = impl_->kernel ? "gpu kernel" : "cpu";
+    s.device_slot_bytes = impl_->dev->device_bytes();
+    s.h2d_bytes = c.copy_bytes;
+    s.h2d_seconds = c.copy_ns / 1e9;
+    s.kernel_seconds = c.kernel_ns / 1e9;
+  }
   return s;
 }
 

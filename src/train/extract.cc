@@ -40,6 +40,7 @@ Result<ExtractSummary> run_extract(const ExtractOptions& o) {
   p.drop_last = false;
   p.rank = 0;
   p.world_size = 1;
+  p.device = device.is_cuda() ? device.index() : -1;
   if (meta.contains("image_size") && meta["image_size"].size() == 2) {
     p.sample.width = meta["image_size"][0].get<int>();
     p.sample.height = meta["image_size"][1].get<int>();

@@ -177,8 +177,8 @@ int launch_ranks(int n, char** argv) {
 void add_pipeline_options(CLI::App* sub, std::map<std::string, std::string>* values,
                           const std::map<std::string, std::string>& defaults) {
   for (const OptionSpec& spec : pipeline_option_specs()) {
-    // The process group sets these.
-    if (spec.name == "rank" || spec.name == "world_size") continue;
+    // The process group sets these; the trainer's --device is the pipeline's.
+    if (spec.name == "rank" || spec.name == "world_size" || spec.name == "device") continue;
     auto d = defaults.find(spec.name);
     std::string def = d != defaults.end() ? d->second : spec.default_value;
     std::string help = spec.help + (def.empty() ? "" : " [" + def + "]");

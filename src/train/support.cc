@@ -135,13 +135,23 @@ torch::Tensor batch_images(const Batch& batch, const SampleSpec& spec,
   }
   const auto n = static_cast<int64_t>(batch.size());
   void* data = const_cast<void*>(batch.data());  // read only: no op here writes its input
+  auto where = torch::TensorOptions().dtype(type);
+  if (batch.device() >= 0) {
+    // Already on the GPU, written on the pipeline's stream: LibTorch works
+    // on the legacy default stream here, which waits for the batch's event
+    // (and Batch::release records its own use there before reuse).
+    Status s = batch.wait_on(nullptr);
+    if (!s.ok()) throw std::runtime_error(std::string(s.message()));
+    where =
+        where.device(torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(batch.device())));
+  }
   torch::Tensor x;
   if (spec.layout == Layout::kNCHW) {
-    x = torch::from_blob(data, {n, 3, spec.height, spec.width}, type);
+    x = torch::from_blob(data, {n, 3, spec.height, spec.width}, where);
   } else {
-    x = torch::from_blob(data, {n, spec.height, spec.width, 3}, type).permute({0, 3, 1, 2});
+    x = torch::from_blob(data, {n, spec.height, spec.width, 3}, where).permute({0, 3, 1, 2});
   }
-  if (device.is_cuda()) x = x.to(device, /*non_blocking=*/true);
+  if (device.is_cuda() && batch.device() < 0) x = x.to(device, /*non_blocking=*/true);
   // Half-precision batches halve the copy; the model takes float32 (autocast
   // casts again where it runs in lower precision).
   if (type == torch::kHalf || type == torch::kBFloat16) x = x.to(torch::kFloat);

@@ -225,6 +225,8 @@ Status Trainer::setup() {
   PipelineOptions p = o_.pipeline;
   p.rank = comm_->rank();
   p.world_size = comm_->world_size();
+  // On a GPU the pipeline delivers there: pinned ring, its own copy stream.
+  p.device = device_.is_cuda() ? device_.index() : -1;
   SLUICE_ASSIGN_OR_RETURN(pipe_, Pipeline::create(p));
   if (pipe_->batches_per_epoch() == 0) {
     return invalid_argument_error(fmt::format(

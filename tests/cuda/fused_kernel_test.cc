@@ -66,7 +66,8 @@ TEST(FusedKernelTest, DeviceEqualsHostOverASweep) {
     ASSERT_EQ(g_cuda->Malloc(&out, bytes), cudaSuccess);
     d.dst = static_cast<uint8_t*>(out);
     detail::SampleJob* jobs = to_device(&d, 1);
-    ASSERT_EQ((*kernels)->launch_fused_samples(jobs, 1, spec.width, spec.height, nullptr), cudaSuccess);
+    ASSERT_EQ((*kernels)->launch_fused_samples(jobs, 1, spec.width, spec.height, nullptr),
+              cudaSuccess);
     ASSERT_EQ(g_cuda->Memcpy(got.data(), out, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
     for (const void* p : {static_cast<const void*>(d.src), static_cast<const void*>(d.x_start),
                           static_cast<const void*>(d.x_weight), static_cast<const void*>(d.y_start),
