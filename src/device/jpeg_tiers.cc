@@ -62,6 +62,9 @@ struct GpuJpegDecoder::State {
   cudaStream_t g_stream = nullptr;
   // Ordering: caller -> G (ready, h_failed), G -> caller (g_done).
   cudaEvent_t ready = nullptr, h_failed = nullptr, g_done = nullptr;
+  // The engine state's last batch; it must finish before the state is
+  // initialised for the next one.
+  cudaEvent_t h_batch_done = nullptr;
   // Timing, read one call later without blocking.
   cudaEvent_t h_begin = nullptr, h_end = nullptr, g_begin = nullptr, g_end = nullptr;
   uint64_t pending_h = 0, pending_g = 0;
@@ -151,7 +154,7 @@ GpuJpegDecoder::State::~State() {
     if (handle) nv->Destroy(handle);
   }
   if (arena) cuda->Free(arena);
-  for (cudaEvent_t e : {ready, h_failed, g_done, h_begin, h_end, g_begin, g_end}) {
+  for (cudaEvent_t e : {ready, h_failed, g_done, h_batch_done, h_begin, h_end, g_begin, g_end}) {
     if (e) cuda->EventDestroy(e);
   }
   if (g_stream) cuda->StreamDestroy(g_stream);
@@ -199,7 +202,7 @@ Status GpuJpegDecoder::State::init() {
   SLUICE_RETURN_IF_ERROR(cuda->use_device(device));
   SLUICE_RETURN_IF_ERROR(cuda->check(cuda->StreamCreateWithFlags(&g_stream, cudaStreamNonBlocking),
                                      "cudaStreamCreate"));
-  for (cudaEvent_t* e : {&ready, &h_failed, &g_done}) {
+  for (cudaEvent_t* e : {&ready, &h_failed, &g_done, &h_batch_done}) {
     SLUICE_RETURN_IF_ERROR(
         cuda->check(cuda->EventCreateWithFlags(e, cudaEventDisableTiming), "cudaEventCreate"));
   }
@@ -357,15 +360,16 @@ bool GpuJpegDecoder::State::run_engine_batch(std::span<const GpuJpegJob> jobs,
     h_images.push_back(img);
     if (roi) set_params(params_hw[k], jobs[i].crop, true);
   }
-  if (nv->DecodeBatchedInitialize(hw, hw_state, n, 1, NVJPEG_OUTPUT_RGBI) !=
-      NVJPEG_STATUS_SUCCESS) {
+  if (cuda->EventSynchronize(h_batch_done) != cudaSuccess ||
+      nv->DecodeBatchedInitialize(hw, hw_state, n, 1, NVJPEG_OUTPUT_RGBI) !=
+          NVJPEG_STATUS_SUCCESS) {
     return false;
   }
   nvjpegStatus_t s = roi ? nv->DecodeBatchedEx(hw, hw_state, h_data.data(), h_lengths.data(),
                                                h_images.data(), params_hw.data(), stream)
                          : nv->DecodeBatched(hw, hw_state, h_data.data(), h_lengths.data(),
                                              h_images.data(), stream);
-  return s == NVJPEG_STATUS_SUCCESS;
+  return s == NVJPEG_STATUS_SUCCESS && cuda->EventRecord(h_batch_done, stream) == cudaSuccess;
 }
 
 // One image through the decoupled API on g_stream: host phase, upload,

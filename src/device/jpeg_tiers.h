@@ -36,7 +36,8 @@
 // all work is ordered on `stream` as if it ran there, and H and G overlap.
 // The host blocks only where nvJPEG requires: its host phase (Huffman on the
 // CPU for small images), before reusing one of the two pinned staging
-// buffers, and when the arena grows.
+// buffers or re-initialising the engine's state for its next batch, and
+// when the arena grows.
 //
 // Destroy a decoder only after `stream` is done with its results.
 //
