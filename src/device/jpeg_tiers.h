@@ -139,7 +139,8 @@ class GpuJpegDecoder {
   // Decodes a batch: out->size() becomes jobs.size(), in order. A file
   // that fails on the GPU is a tier C result, never an error; the call
   // fails only where CUDA itself fails (kInternal) or the arena cannot grow
-  // (kResourceExhausted), and then every result is tier C.
+  // (kResourceExhausted); then no result is usable: decode the batch on the
+  // CPU.
   Status decode(std::span<const GpuJpegJob> jobs, cudaStream_t stream,
                 std::vector<GpuJpegResult>* out);
 
