@@ -105,6 +105,15 @@ struct PipelineOptions {
   // or on the CPU workers before the copy. kAuto: on the GPU where sluice's
   // kernel library loads.
   Use gpu_augment = Use::kAuto;
+  // With the GPU kernel: decode JPEGs on the GPU with nvJPEG, per image in
+  // tiers (H: the hardware engine, G: CUDA cores; C: the CPU workers, for
+  // everything nvJPEG cannot do). kAuto: where nvJPEG loads.
+  Use gpu_decode = Use::kAuto;
+  // The share of JPEGs offered to the hardware engine. For a fixed share
+  // the tier of every sample is fixed, so batches are reproducible;
+  // negative tunes it from measured latency (starting at 0.65), which makes
+  // the tiers, and so the exact pixels, depend on timing.
+  double hardware_share = 0.65;
   // On a device: device memory for the ring (the device part of the budget).
   uint64_t device_memory_budget = uint64_t{4} << 30;
 
@@ -220,6 +229,13 @@ struct PipelineStats {
   int device = -1;
   std::string gpu_augment;
   uint64_t device_slot_bytes = 0;
+  // JPEG decoding on the GPU: what is used ("nvJPEG <library>: ..." or why
+  // not), images decoded per tier (hardware engine, CUDA cores, CPU), and
+  // the engine's share now.
+  std::string gpu_decode;
+  uint64_t decoded_hardware = 0, decoded_cuda = 0, decoded_cpu = 0;
+  uint64_t gpu_decode_fallbacks = 0;  // GPU decodes redone on another tier
+  double hardware_share = 0;
   uint64_t h2d_bytes = 0;
   double h2d_seconds = 0;     // device time of the host-to-device copies
   double kernel_seconds = 0;  // device time of the fused kernel

@@ -20,5 +20,5 @@ typedef int (*sluice_launch_fused_samples_fn)(const void* device_jobs, int count
 
 namespace sluice::device {
 inline constexpr int kKernelsAbi =
-    SLUICE_KERNELS_ABI * 100000 + static_cast<int>(sizeof(detail::SampleJob));
+    SLUICE_KERNELS_ABI * 100000 + static_cast<int>(sizeof(::sluice::detail::SampleJob));
 }  // namespace sluice::device

@@ -138,6 +138,8 @@ SLUICE_HD inline void store_value(const SampleJob& j, int ox, int oy, int c, flo
 // write_sample_precise would resize, flip, normalise and store it (same
 // checks, same kInvalidArgument). `tables` must outlive the job; a GPU
 // caller copies them (and the pixels) to the device and repoints the job.
+// A window with no pixels (pixels empty: they live on the device) plans
+// from its geometry alone and leaves job->src null.
 struct SampleTables {
   AxisTable x, y;
 };

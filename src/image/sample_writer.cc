@@ -313,7 +313,7 @@ Affine affine_for(const SampleSpec& spec) {
 constexpr double kCropSlack = 1e-6;
 
 Status check_inputs(const DecodedWindow& src, const SampleSpec& spec, const void* dst,
-                    const std::vector<float>* scratch) {
+                    const std::vector<float>* scratch, bool need_pixels = true) {
   if (dst == nullptr || scratch == nullptr) return invalid_argument_error("null output");
   if (spec.width <= 0 || spec.height <= 0) return invalid_argument_error("empty sample size");
   if (emit_for(spec) == nullptr) return invalid_argument_error("unknown dtype");
@@ -321,7 +321,7 @@ Status check_inputs(const DecodedWindow& src, const SampleSpec& spec, const void
     return invalid_argument_error("unknown layout");
   }
   if (src.width <= 0 || src.height <= 0 ||
-      src.pixels.size() < static_cast<size_t>(src.width) * src.height * 3) {
+      (need_pixels && src.pixels.size() < static_cast<size_t>(src.width) * src.height * 3)) {
     return invalid_argument_error("decoded window is empty or smaller than its size says");
   }
   const bool crop_ok = std::isfinite(src.crop_x) && std::isfinite(src.crop_y) &&
@@ -355,7 +355,8 @@ AxisTable axis_table(const AxisPlan& p) {
 Status plan_sample_job(const DecodedWindow& src, bool flip, const SampleSpec& spec, void* dst,
                        SampleTables* tables, SampleJob* job) {
   std::vector<float> unused(1);
-  SLUICE_RETURN_IF_ERROR(check_inputs(src, spec, dst, &unused));
+  SLUICE_RETURN_IF_ERROR(
+      check_inputs(src, spec, dst, &unused, /*need_pixels=*/!src.pixels.empty()));
   if (tables == nullptr || job == nullptr) return invalid_argument_error("null tables or job");
   const double cx = std::max(0.0, src.crop_x), cy = std::max(0.0, src.crop_y);
   tables->x =
@@ -364,7 +365,7 @@ Status plan_sample_job(const DecodedWindow& src, bool flip, const SampleSpec& sp
       plan_axis(cy, std::min(src.crop_height, src.height - cy), src.height, spec.height));
   const Affine aff = affine_for(spec);
   SampleJob j;
-  j.src = src.pixels.data();
+  j.src = src.pixels.empty() ? nullptr : src.pixels.data();
   j.src_width = src.width;
   j.x_start = tables->x.start.data();
   j.x_weight = tables->x.weight.data();

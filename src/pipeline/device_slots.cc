@@ -106,7 +106,13 @@ size_t DeviceSlots::reserve(int s, size_t bytes) {
   return at;
 }
 
-Status DeviceSlots::stage(int s, size_t bytes, std::vector<SampleJob>* jobs) {
+Status DeviceSlots::synchronize() const {
+  SLUICE_RETURN_IF_ERROR(cuda_->use_device(config_.device));
+  return cuda_->check(cuda_->StreamSynchronize(stream_), "cudaStreamSynchronize");
+}
+
+Status DeviceSlots::stage(int s, size_t bytes, std::vector<SampleJob>* jobs,
+                          const std::vector<const uint8_t*>* device_src) {
   const device::CudaRuntime& c = *cuda_;
   Slot& slot = slots_[s];
   SLUICE_RETURN_IF_ERROR(c.use_device(config_.device));
@@ -127,7 +133,8 @@ Status DeviceSlots::stage(int s, size_t bytes, std::vector<SampleJob>* jobs) {
     const size_t out_bytes = sample_bytes(config_.spec);
     for (size_t k = 0; k < n; ++k) {
       SampleJob j = (*jobs)[k];
-      j.src = offset_to(slot.arena, j.src);
+      const uint8_t* on_device = device_src ? (*device_src)[k] : nullptr;
+      j.src = on_device ? on_device : offset_to(slot.arena, j.src);
       j.x_start = offset_to(slot.arena, j.x_start);
       j.x_weight = offset_to(slot.arena, j.x_weight);
       j.y_start = offset_to(slot.arena, j.y_start);

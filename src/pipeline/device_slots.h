@@ -62,8 +62,16 @@ class DeviceSlots {
   // Copy mode: copies the first `bytes` of host(s) to the device output.
   // Kernel mode: copies the used arena, then runs `jobs` (their pointer
   // fields hold arena offsets; job k writes sample k of the output).
-  // Records the slot's ready event. Asynchronous.
-  Status stage(int s, size_t bytes, std::vector<SampleJob>* jobs);
+  // Records the slot's ready event. Asynchronous. `device_src`, where
+  // given, holds for each job either nullptr (its pixels are in the arena)
+  // or the device address of pixels decoded on the GPU, in stream order
+  // before this call.
+  Status stage(int s, size_t bytes, std::vector<SampleJob>* jobs,
+               const std::vector<const uint8_t*>* device_src = nullptr);
+  // The pipeline's stream (a cudaStream_t): staging, and GPU decoding before it.
+  device::cudaStream_t stream() const { return stream_; }
+  // Waits until everything queued on the stream is done.
+  Status synchronize() const;
 
   void* output(int s) const { return slots_[s].output; }
   void* ready_event(int s) const { return slots_[s].ready; }

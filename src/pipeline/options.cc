@@ -182,6 +182,22 @@ std::vector<OptionSpec> build() {
       [](std::string_view v, O* o) {
         return parse_enum("gpu_augment", parse_use(v), &o->gpu_augment);
       });
+  add("gpu_decode", "--gpu-decode", "auto",
+      "with the GPU kernel: decode JPEGs with nvJPEG (hardware engine, then CUDA cores; the CPU "
+      "for the rest) | on | off (auto: where nvJPEG loads)",
+      [](std::string_view v, O* o) {
+        return parse_enum("gpu_decode", parse_use(v), &o->gpu_decode);
+      });
+  add("hardware_share", "--hardware-share", "0.65",
+      "share of JPEGs offered to nvJPEG's hardware engine, or auto (tuned from latency: tiers, "
+      "so pixels, then depend on timing)",
+      [](std::string_view v, O* o) {
+        if (v == "auto") {
+          o->hardware_share = -1;
+          return Status();
+        }
+        return parse_number<double>("hardware_share", v, 0, 1, &o->hardware_share);
+      });
   add("device_memory_budget_mb", "--device-memory-budget", "4096",
       "MiB of device memory for the ring (with --device cuda)", [](std::string_view v, O* o) {
         double mb = 0;

@@ -24,6 +24,7 @@
 #include <mutex>
 #include <thread>
 
+#include "device/jpeg_tiers.h"
 #include "pipeline/device_slots.h"
 #include "pipeline/source.h"
 
@@ -63,6 +64,14 @@ struct Slot {
   std::unique_ptr<uint8_t[], SlotFree> mapped{nullptr, SlotFree{0}};  // host mode
   uint8_t* data = nullptr;              // samples (host mode, copy mode) or the arena (kernel mode)
   std::vector<detail::SampleJob> jobs;  // kernel mode: arena offsets in the pointers
+  // GPU decoding: a sample whose encoded JPEG waits in the arena for nvJPEG.
+  struct Encoded {
+    bool pending = false;
+    size_t offset = 0, length = 0;
+    CropWindow crop;
+    bool flip = false;
+  };
+  std::vector<Encoded> encoded;
   std::vector<int64_t> labels;
   std::vector<uint64_t> ids;
   std::vector<uint8_t> valid;
@@ -105,6 +114,12 @@ struct Pipeline::Impl {
   std::unique_ptr<detail::DeviceSlots> dev;
   bool kernel = false;
   size_t arena_sample = 0;
+  // GPU decoding (kernel mode): nvJPEG's tiers, used by the stager only.
+  std::unique_ptr<device::GpuJpegDecoder> jpeg;
+  std::string jpeg_note;                 // what decodes JPEGs on the GPU, or why nothing
+  std::atomic<uint64_t> cpu_decoded{0};  // tier C: decoded by the workers
+  std::atomic<uint64_t> stager_cpu_decoded{0}, gpu_fallbacks{0};
+  device::GpuJpegStats jpeg_stats;  // guarded by mu: the stager's last snapshot
 
   mutable std::mutex mu;
   std::condition_variable_any work_cv;      // workers wait here
@@ -158,6 +173,7 @@ struct Pipeline::Impl {
       slot.remaining = slot.size;
       std::fill(slot.valid.begin(), slot.valid.end(), 1);
       if (kernel) dev->reset_arena(static_cast<int>(s));
+      for (auto& e : slot.encoded) e.pending = false;
       batch_slot[next_assign] = static_cast<int>(s);
       ++next_assign;
     }
@@ -398,7 +414,12 @@ struct Pipeline::Impl {
       }
       Slot& slot = slots[static_cast<size_t>(s)];
       size_t n = compact(&slot);
-      Status r = dev->stage(s, n * sample_bytes, kernel ? &staged_jobs : nullptr);
+      Status r;
+      if (jpeg) r = decode_on_gpu(s, &slot, gen, &n);
+      if (r.ok()) {
+        r = dev->stage(s, n * sample_bytes, kernel ? &staged_jobs : nullptr,
+                       jpeg ? &staged_src : nullptr);
+      }
       std::unique_lock lock(mu);
       --in_flight;
       if (gen == generation) {
@@ -415,13 +436,19 @@ struct Pipeline::Impl {
   // returns how many are left. Kernel mode gathers their jobs instead of
   // moving bytes.
   std::vector<detail::SampleJob> staged_jobs;
+  std::vector<Slot::Encoded> staged_encoded;
+  std::vector<const uint8_t*> staged_src;
   size_t compact(Slot* slot) {
     size_t n = 0;
-    if (kernel) staged_jobs.clear();
+    if (kernel) {
+      staged_jobs.clear();
+      staged_encoded.clear();
+    }
     for (size_t i = 0; i < slot->size; ++i) {
       if (!slot->valid[i]) continue;
       if (kernel) {
         staged_jobs.push_back(slot->jobs[i]);
+        if (jpeg) staged_encoded.push_back(slot->encoded[i]);
       } else if (n != i) {
         std::memmove(slot->data + n * sample_bytes, slot->data + i * sample_bytes, sample_bytes);
       }
@@ -430,6 +457,134 @@ struct Pipeline::Impl {
       ++n;
     }
     return n;
+  }
+
+  // The stager's half of GPU decoding: the batch's pending JPEGs through
+  // nvJPEG's tiers on the pipeline's stream, then the resize tables for
+  // what they decoded. A file the GPU does not decode (tier C) is decoded
+  // here on the CPU; a file that fails there too is a bad sample, dropped
+  // from the batch like any other. `n`: the batch's samples, updated.
+  CropDecoder stager_decoder;
+  DecodedWindow stager_window;
+  std::vector<float> stager_scratch;
+  std::vector<device::GpuJpegJob> gpu_jobs;
+  std::vector<device::GpuJpegResult> gpu_results;
+  std::vector<size_t> gpu_index;
+  Status decode_on_gpu(int s, Slot* slot, uint64_t gen, size_t* n) {
+    staged_src.assign(*n, nullptr);
+    gpu_jobs.clear();
+    gpu_index.clear();
+    for (size_t k = 0; k < *n; ++k) {
+      const Slot::Encoded& e = staged_encoded[k];
+      if (!e.pending) continue;
+      gpu_jobs.push_back(
+          {std::string_view(reinterpret_cast<const char*>(slot->data + e.offset), e.length), e.crop,
+           slot->ids[k]});
+      gpu_index.push_back(k);
+    }
+    if (gpu_jobs.empty()) return Status();
+    Status d = jpeg->decode(gpu_jobs, dev->stream(), &gpu_results);
+    {
+      device::GpuJpegStats now = jpeg->stats();
+      std::lock_guard lock(mu);
+      jpeg_stats = std::move(now);
+    }
+    if (!d.ok()) {
+      // CUDA failed under nvJPEG: no result is usable; the CPU decodes all.
+      std::fprintf(stderr, "sluice: GPU decoding failed, the CPU decodes this batch: %s\n",
+                   std::string(d.message()).c_str());
+      gpu_results.assign(gpu_jobs.size(), device::GpuJpegResult{});
+    }
+    thread_local detail::SampleTables tables;
+    std::vector<size_t> bad;
+    for (size_t j = 0; j < gpu_jobs.size(); ++j) {
+      const size_t k = gpu_index[j];
+      const Slot::Encoded& e = staged_encoded[k];
+      const device::GpuJpegResult& g = gpu_results[j];
+      detail::SampleJob& job = staged_jobs[k];
+      Status st;
+      if (g.tier != device::JpegTier::kCpu) {
+        if (g.hardware_fallback) ++gpu_fallbacks;
+        DecodedWindow geometry;  // its pixels are on the device
+        geometry.width = g.width;
+        geometry.height = g.height;
+        geometry.crop_x = g.crop.x;
+        geometry.crop_y = g.crop.y;
+        geometry.crop_width = g.crop.width;
+        geometry.crop_height = g.crop.height;
+        st = detail::plan_sample_job(geometry, e.flip, o.sample, slot->data, &tables, &job);
+        if (st.ok()) st = put_tables(s, tables, &job);
+        staged_src[k] = g.pixels;
+      } else {
+        if (g.tier == device::JpegTier::kCpu && d.ok()) ++gpu_fallbacks;
+        ++stager_cpu_decoded;
+        std::string_view bytes = gpu_jobs[j].bytes;
+        auto info = probe_image(bytes, o.max_pixels);
+        st = info.status();
+        if (st.ok()) {
+          int denom =
+              o.crop_decode ? choose_scale_denom(e.crop, o.sample.width, o.sample.height) : 1;
+          st =
+              o.crop_decode
+                  ? stager_decoder.decode(bytes, *info, e.crop, denom, &stager_window, o.max_pixels)
+                  : stager_decoder.decode_full(bytes, *info, &stager_window, o.max_pixels);
+          if (st.ok() && !o.crop_decode) {
+            stager_window.crop_x = e.crop.x;
+            stager_window.crop_y = e.crop.y;
+            stager_window.crop_width = e.crop.width;
+            stager_window.crop_height = e.crop.height;
+          }
+        }
+        if (st.ok()) st = arena_job(stager_window, e.flip, s, &job, &stager_scratch);
+      }
+      if (!st.ok()) {
+        bad.push_back(k);
+        std::lock_guard lock(mu);
+        if (gen == generation) record_bad(epoch, slot->ids[k], st, slot, k);
+      }
+    }
+    if (!bad.empty()) {
+      // Drop them, keeping the order (labels and ids were already compacted).
+      size_t w = 0;
+      for (size_t k = 0, b = 0; k < *n; ++k) {
+        if (b < bad.size() && bad[b] == k) {
+          ++b;
+          continue;
+        }
+        staged_jobs[w] = staged_jobs[k];
+        staged_src[w] = staged_src[k];
+        slot->labels[w] = slot->labels[k];
+        slot->ids[w] = slot->ids[k];
+        ++w;
+      }
+      *n = w;
+      staged_jobs.resize(w);
+      staged_src.resize(w);
+    }
+    std::lock_guard lock(mu);
+    return fatal;
+  }
+
+  // Puts a job's resize tables in the slot's arena (offsets in the job).
+  Status put_tables(int slot, const detail::SampleTables& t, detail::SampleJob* job) {
+    auto up = [](size_t n) { return (n + 255) / 256 * 256; };
+    const size_t xs = t.x.start.size() * sizeof(int32_t), xw = t.x.weight.size() * sizeof(float);
+    const size_t ys = t.y.start.size() * sizeof(int32_t), yw = t.y.weight.size() * sizeof(float);
+    size_t at = dev->reserve(slot, up(xs) + up(xw) + up(ys) + up(yw));
+    if (at == SIZE_MAX) return internal_error("batch slot arena overflow");
+    uint8_t* base = slots[static_cast<size_t>(slot)].data;
+    auto put = [&](const void* p, size_t bytes) {
+      std::memcpy(base + at, p, bytes);
+      const uint8_t* as_offset = reinterpret_cast<const uint8_t*>(static_cast<uintptr_t>(at));
+      at += up(bytes);
+      return as_offset;
+    };
+    job->x_start = reinterpret_cast<const int32_t*>(put(t.x.start.data(), xs));
+    job->x_weight = reinterpret_cast<const float*>(put(t.x.weight.data(), xw));
+    job->y_start = reinterpret_cast<const int32_t*>(put(t.y.start.data(), ys));
+    job->y_weight = reinterpret_cast<const float*>(put(t.y.weight.data(), yw));
+    job->dst = nullptr;
+    return Status();
   }
 
   // `marks` (when tracing): start, after read, after decode, end.
@@ -465,6 +620,19 @@ struct Pipeline::Impl {
       SLUICE_ASSIGN_OR_RETURN(ImageInfo info, probe_image(raw.image, o.max_pixels));
       CounterRng rng(hash_key(o.seed, ep, id, detail::kAugmentStream));
       aug = plan_augment(o.augment, info.width, info.height, rng, o.crop);
+      // GPU decoding: the encoded file goes to the arena for nvJPEG; the
+      // stager decodes the batch (a file too large for its share of the
+      // arena is decoded here).
+      if (jpeg && info.format == ImageFormat::kJpeg && raw.image.size() <= arena_sample / 2) {
+        size_t at = dev->reserve(slot, raw.image.size());
+        if (at == SIZE_MAX) return internal_error("batch slot arena overflow");
+        Slot& sl = slots[static_cast<size_t>(slot)];
+        std::memcpy(sl.data + at, raw.image.data(), raw.image.size());
+        sl.encoded[i] = {true, at, raw.image.size(), aug.crop, aug.flip};
+        t.done(1, 0);
+        if (marks) marks[2] = marks[3] = now_ns();
+        return Status();
+      }
       if (o.crop_decode) {
         int denom = info.format == ImageFormat::kJpeg
                         ? choose_scale_denom(aug.crop, o.sample.width, o.sample.height)
@@ -484,6 +652,7 @@ struct Pipeline::Impl {
     StageTimer t(*augment_stage);
     Slot& sl = slots[static_cast<size_t>(slot)];
     if (kernel) {
+      ++cpu_decoded;
       SLUICE_RETURN_IF_ERROR(arena_job(*window, aug.flip, slot, &sl.jobs[i], scratch));
     } else {
       SLUICE_RETURN_IF_ERROR(
@@ -552,6 +721,9 @@ Pipeline::~Pipeline() {
   // Shutdown order: stop and join the workers, then free the slots.
   for (auto& t : impl_->threads) t.request_stop();
   impl_->threads.clear();
+  // nvJPEG's arena is read by kernels still queued on the stream.
+  if (impl_->dev) (void)impl_->dev->synchronize();
+  impl_->jpeg.reset();
 }
 
 namespace {
@@ -604,6 +776,32 @@ Status check_device(const PipelineOptions& o, bool* kernel) {
   return Status();
 }
 
+// With the GPU kernel: nvJPEG's tiers where nvJPEG loads (gpu_decode auto
+// or on); `note` says what decodes, or why the CPU does.
+Status open_gpu_decoder(const PipelineOptions& o, std::unique_ptr<device::GpuJpegDecoder>* out,
+                        std::string* note) {
+  if (o.gpu_decode == Use::kOff) {
+    *note = "off (--gpu-decode off)";
+    return Status();
+  }
+  SLUICE_ASSIGN_OR_RETURN(const device::CudaRuntime* cuda, device::CudaRuntime::get());
+  device::GpuJpegOptions jo;
+  jo.hardware_share = o.hardware_share < 0 ? 0.65 : o.hardware_share;
+  jo.adaptive = o.hardware_share < 0;
+  jo.max_batch = std::max(1, std::min(o.batch_size, 256));
+  SLUICE_ASSIGN_OR_RETURN(auto decoder, device::GpuJpegDecoder::create(cuda, o.device, jo));
+  device::GpuJpegStats st = decoder->stats();
+  if (!st.nvjpeg_available) {
+    if (o.gpu_decode == Use::kOn) {
+      return unavailable_error("--gpu-decode on: nvJPEG is not usable: " + st.nvjpeg_library);
+    }
+    *note = "off: " + st.nvjpeg_library;
+    return Status();
+  }
+  *out = std::move(decoder);
+  return Status();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Pipeline>> Pipeline::create(const PipelineOptions& options) {
@@ -623,12 +821,15 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(const PipelineOptions& option
   if (options.device >= 0) {
     SLUICE_RETURN_IF_ERROR(check_device(options, &m.kernel));
     m.arena_sample = arena_per_sample(options.sample);
+    if (m.kernel) SLUICE_RETURN_IF_ERROR(open_gpu_decoder(options, &m.jpeg, &m.jpeg_note));
+    // GPU decoding: an encoded file (at most half a share), its tables and,
+    // should the GPU refuse it, its CPU-decoded window all fit two shares.
     dc = {.device = options.device,
           .slots = 0,
           .batch_size = options.batch_size,
           .spec = options.sample,
           .kernel = m.kernel,
-          .arena_per_sample = m.arena_sample};
+          .arena_per_sample = m.jpeg ? 2 * m.arena_sample : m.arena_sample};
     size_t host = 0;
     detail::DeviceSlots::measure(dc, &host, &device_slot);
     m.slot_bytes = host + bs * (sizeof(int64_t) + sizeof(uint64_t) + 1 +
@@ -679,6 +880,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(const PipelineOptions& option
     }
     dc.slots = m.prefetch;
     SLUICE_ASSIGN_OR_RETURN(m.dev, detail::DeviceSlots::create(dc));
+    if (m.jpeg) m.jpeg_note = "nvJPEG " + m.jpeg->stats().nvjpeg_library;
   }
   m.slots.resize(static_cast<size_t>(m.prefetch));
   for (size_t i = 0; i < m.slots.size(); ++i) {
@@ -686,6 +888,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(const PipelineOptions& option
     if (m.dev) {
       s.data = m.dev->host(static_cast<int>(i));
       if (m.kernel) s.jobs.resize(bs);
+      if (m.jpeg) s.encoded.resize(bs);
     } else {
       size_t bytes = std::max<size_t>(1, bs * m.sample_bytes);
       s.mapped = std::unique_ptr<uint8_t[], SlotFree>(map_slot(bytes), SlotFree{bytes});
@@ -830,6 +1033,8 @@ PipelineStats Pipeline::stats() const {
   s.stages = impl_->telemetry.snapshot();
   std::lock_guard lock(impl_->mu);
   s.samples = impl_->samples_done;
+  s.decoded_cpu =
+      impl_->kernel ? impl_->cpu_decoded + impl_->stager_cpu_decoded : impl_->samples_done;
   s.batches = impl_->batches_done;
   s.bad_samples = impl_->events.size();
   s.consumer_wait_seconds = impl_->consumer_wait_ns / 1e9;
@@ -847,6 +1052,11 @@ PipelineStats Pipeline::stats() const {
     s.h2d_bytes = c.copy_bytes;
     s.h2d_seconds = c.copy_ns / 1e9;
     s.kernel_seconds = c.kernel_ns / 1e9;
+    s.gpu_decode = impl_->kernel ? impl_->jpeg_note : "off (CPU augmentation)";
+    s.decoded_hardware = impl_->jpeg_stats.hardware.images;
+    s.decoded_cuda = impl_->jpeg_stats.cuda.images;
+    s.hardware_share = impl_->jpeg_stats.hardware_share;
+    s.gpu_decode_fallbacks = impl_->gpu_fallbacks;
   }
   return s;
 }

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <thread>
 
 #include "device/cuda_runtime.h"
@@ -57,6 +58,7 @@ class DevicePipelineTest : public ::testing::Test {
   static void SetUpTestSuite() {
     ::setenv("SLUICE_CUDART_LIBRARY", SLUICE_FAKE_CUDA, 1);
     ::setenv("SLUICE_KERNELS_LIBRARY", SLUICE_FAKE_KERNELS, 1);
+    ::setenv("SLUICE_NVJPEG_LIBRARY", SLUICE_FAKE_NVJPEG, 1);
     dir_ = new TempDir();
     make_image_folder(dir_->path() + "/images", 3, 20, 48);
     ConvertOptions c;
@@ -75,6 +77,7 @@ class DevicePipelineTest : public ::testing::Test {
     o.prefetch = 3;
     o.memory_budget = uint64_t{256} << 20;
     o.device_memory_budget = uint64_t{256} << 20;
+    o.gpu_decode = Use::kOff;  // the GPU decoding tests turn it on
     return o;
   }
 
@@ -323,6 +326,119 @@ TEST_F(DevicePipelineTest, BadSamplesAreDroppedOnTheDeviceToo) {
   size_t n = 0;
   for (const auto& ids : dev.ids) n += ids.size();
   EXPECT_LE(n, 16u);
+}
+
+// JPEGs decoded by nvJPEG's tiers inside the pipeline (the fake nvJPEG
+// decodes with libjpeg-turbo, so its pixels equal the CPU's; on a real GPU
+// the difference is measured by bench/gpu/check.sh). Against the same
+// pipeline decoding every file whole on the CPU: the GPU decodes only the
+// crop (ROI), and the kernel must land on the same pixels.
+class GpuDecodeTest : public DevicePipelineTest {
+ protected:
+  static void SetUpTestSuite() {
+    DevicePipelineTest::SetUpTestSuite();
+    const std::string root = dir_->path() + "/mixed";
+    make_image_folder(root, 2, 8, 48);  // baseline JPEGs and PNGs
+    int n = 0;
+    for (const char* f :
+         {"wuffs-peacock.progressive.jpeg", "pillow-hopper.jpg", "libjpeg-turbo-testorig.jpg",
+          "jpeg-decoder-jpg-cmyk-1.jpg", "wuffs-peacock.s-weird.jpeg"}) {
+      std::filesystem::copy_file(std::string(SLUICE_TEST_DATA) + "/images/jpeg/" + f,
+                                 root + (n++ % 2 ? "/c1/" : "/c0/") + f);
+    }
+  }
+  static PipelineOptions mixed() {
+    PipelineOptions o = options();
+    o.sources = {dir_->path() + "/mixed"};
+    o.drop_last = false;
+    o.crop_decode = false;  // whole files on the CPU: the reference
+    // Large enough that every whole file (up to 227x149) fits a sample's
+    // share of the arena, so the reference runs the kernel's filter too.
+    o.sample.width = o.sample.height = 96;
+    o.device = 0;
+    o.gpu_augment = Use::kOn;
+    return o;
+  }
+  static void expect_close(const Batches& a, const Batches& b) {
+    ASSERT_EQ(a.data.size(), b.data.size());
+    EXPECT_EQ(a.ids, b.ids);
+    EXPECT_EQ(a.labels, b.labels);
+    double worst = 0;
+    for (size_t i = 0; i < a.data.size(); ++i) {
+      ASSERT_EQ(a.data[i].size(), b.data[i].size());
+      for (size_t k = 0; k + 4 <= a.data[i].size(); k += 4) {
+        float x, y;
+        std::memcpy(&x, a.data[i].data() + k, 4);
+        std::memcpy(&y, b.data[i].data() + k, 4);
+        worst = std::max(worst, static_cast<double>(std::abs(x - y)));
+      }
+    }
+    EXPECT_LE(worst, 1e-4);
+  }
+};
+
+TEST_F(GpuDecodeTest, TiersDecodeWhatTheCpuDecodes) {
+  PipelineOptions cpu = mixed();
+  Batches want = run(cpu, 1);
+  PipelineOptions gpu = mixed();
+  gpu.gpu_decode = Use::kOn;
+  gpu.hardware_share = 0.5;
+  auto p = Pipeline::create(gpu);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  Batches got;
+  for (;;) {
+    auto b = (*p)->next();
+    if (b.status().code() == StatusCode::kOutOfRange) break;
+    ASSERT_TRUE(b.ok()) << b.status().to_string();
+    got.data.push_back(host_copy(*b));
+    got.labels.emplace_back(b->labels(), b->labels() + b->size());
+    got.ids.emplace_back(b->sample_ids(), b->sample_ids() + b->size());
+  }
+  expect_close(got, want);
+  PipelineStats s = (*p)->stats();
+  EXPECT_NE(s.gpu_decode.find("nvJPEG"), std::string::npos) << s.gpu_decode;
+  EXPECT_GT(s.decoded_hardware, 0u);  // baseline files within the share
+  EXPECT_GT(s.decoded_cuda, 0u);      // the progressive file, and the rest of the share
+  EXPECT_GT(s.decoded_cpu, 0u);       // PNGs (and whatever nvJPEG refuses)
+  EXPECT_EQ(s.decoded_hardware + s.decoded_cuda + s.decoded_cpu, 21u);
+}
+
+TEST_F(GpuDecodeTest, AFailingEngineBatchIsRedoneAndTheBytesAgree) {
+  PipelineOptions gpu = mixed();
+  gpu.gpu_decode = Use::kOn;
+  gpu.hardware_share = 1;
+  Batches clean = run(gpu, 1);
+  ::setenv("FAKE_NVJPEG_FAIL_BATCH_AT", "1", 1);
+  auto p = Pipeline::create(gpu);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  Batches failing;
+  for (;;) {
+    auto b = (*p)->next();
+    if (b.status().code() == StatusCode::kOutOfRange) break;
+    ASSERT_TRUE(b.ok()) << b.status().to_string();
+    failing.data.push_back(host_copy(*b));
+    failing.labels.emplace_back(b->labels(), b->labels() + b->size());
+    failing.ids.emplace_back(b->sample_ids(), b->sample_ids() + b->size());
+  }
+  PipelineStats s = (*p)->stats();
+  p->reset();
+  ::unsetenv("FAKE_NVJPEG_FAIL_BATCH_AT");
+  EXPECT_GT(s.gpu_decode_fallbacks, 0u);
+  EXPECT_EQ(failing.data, clean.data);  // the fake's G decodes as its H does
+  EXPECT_EQ(failing.ids, clean.ids);
+}
+
+TEST_F(GpuDecodeTest, GpuDecodingIsReproducibleForAFixedShare) {
+  PipelineOptions gpu = mixed();
+  gpu.gpu_decode = Use::kOn;
+  gpu.hardware_share = 0.65;
+  gpu.workers = 1;
+  Batches a = run(gpu, 2);
+  gpu.workers = 3;
+  gpu.prefetch = 4;
+  Batches b = run(gpu, 2);
+  EXPECT_EQ(a.data, b.data);
+  EXPECT_EQ(a.ids, b.ids);
 }
 
 }  // namespace

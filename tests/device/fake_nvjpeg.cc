@@ -2,8 +2,11 @@
 // points src/device/nvjpeg.h binds, so the decode tiers (jpeg_tiers.h) run
 // on machines without a GPU. "Device memory" is host memory (with
 // tests/device/fake_cuda.cc as the runtime), decoding is sluice's own
-// libjpeg-turbo decode (decode_image), done synchronously inside the call
-// that would enqueue it. It reports version 13.0.0, like fake_cuda's 13000.
+// libjpeg-turbo decode (decode_image), done inside the call that would
+// enqueue it; the pixels are written in stream order (through fake_cuda's
+// cudaLaunchHostFunc), as the GPU writes them, so a caller that reuses
+// output memory before its stream is done shows up in tests. It reports
+// version 13.0.0, like fake_cuda's 13000.
 //
 // Behaviour of the real library that the tier logic depends on:
 //   - nvjpegCreateEx(HARDWARE) succeeds (an A100-class GPU);
@@ -30,8 +33,11 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "sluice/image.h"
+
+extern "C" int cudaLaunchHostFunc(void* stream, void (*fn)(void*), void* data);  // fake_cuda
 
 namespace {
 
@@ -107,8 +113,31 @@ int css_of(const sluice::ImageInfo& i) {
   return -1;
 }
 
+// Writes h rows of w*3 bytes (packed in `rows`) to dst with its pitch, in
+// the order of `stream`.
+struct PendingWrite {
+  std::vector<uint8_t> rows;
+  uint8_t* dst;
+  size_t pitch, row_bytes;
+  int h;
+};
+void run_write(void* p) {
+  auto* w = static_cast<PendingWrite*>(p);
+  for (int r = 0; r < w->h; ++r) {
+    std::memcpy(w->dst + r * w->pitch, w->rows.data() + r * w->row_bytes, w->row_bytes);
+  }
+  delete w;
+}
+void write_rows(void* stream, const uint8_t* src, size_t src_stride, uint8_t* dst, size_t pitch,
+                size_t row_bytes, int h) {
+  auto* w = new PendingWrite{std::vector<uint8_t>(row_bytes * h), dst, pitch, row_bytes, h};
+  for (int r = 0; r < h; ++r)
+    std::memcpy(w->rows.data() + r * row_bytes, src + r * src_stride, row_bytes);
+  cudaLaunchHostFunc(stream, run_write, w);
+}
+
 // Decodes `bytes` and writes the ROI (or whole image) as RGBI into dst.
-int decode_into(std::string_view bytes, const Params& p, Image* dst) {
+int decode_into(std::string_view bytes, const Params& p, Image* dst, void* stream) {
   if (p.format != kRgbi || !dst || !dst->channel[0]) return kInvalidParameter;
   auto img = sluice::decode_image(bytes);
   if (!img.ok()) {
@@ -120,11 +149,9 @@ int decode_into(std::string_view bytes, const Params& p, Image* dst) {
   if (x < 0 || y < 0 || x + w > img->width || y + h > img->height) return kInvalidParameter;
   if (dst->pitch[0] < static_cast<size_t>(w) * 3) return kInvalidParameter;
   if (roi) ++g_roi_decodes;
-  for (int r = 0; r < h; ++r) {
-    std::memcpy(dst->channel[0] + r * dst->pitch[0],
-                img->pixels.data() + (static_cast<size_t>(y + r) * img->width + x) * 3,
-                static_cast<size_t>(w) * 3);
-  }
+  write_rows(stream, img->pixels.data() + (static_cast<size_t>(y) * img->width + x) * 3,
+             static_cast<size_t>(img->width) * 3, dst->channel[0], dst->pitch[0],
+             static_cast<size_t>(w) * 3, h);
   return kSuccess;
 }
 
@@ -225,14 +252,16 @@ EXPORT int nvjpegDecodeBatchedInitialize(Handle* h, State* s, int batch, int thr
 }
 
 static int decode_batch(State* s, const unsigned char* const* data, const size_t* lengths,
-                        Image* out, Params* const* params) {
+                        Image* out, Params* const* params, void* stream) {
   ++g_batched_calls;
   const char* fail = std::getenv("FAKE_NVJPEG_FAIL_BATCH_AT");
   const int fail_at = fail ? std::atoi(fail) : -1;
   for (int i = 0; i < s->batch; ++i) {
     if (i == fail_at) {
-      const size_t n = out[i].pitch[0] * 2;  // a torn write, as a crash mid-batch leaves
-      std::memset(out[i].channel[0], 0xAB, n);
+      // A torn write, as a crash mid-batch leaves.
+      std::vector<uint8_t> junk(out[i].pitch[0] * 2, 0xAB);
+      write_rows(stream, junk.data(), out[i].pitch[0], out[i].channel[0], out[i].pitch[0],
+                 out[i].pitch[0], 2);
       return kExecutionFailed;
     }
     std::string_view bytes(reinterpret_cast<const char*>(data[i]), lengths[i]);
@@ -240,16 +269,16 @@ static int decode_batch(State* s, const unsigned char* const* data, const size_t
     if (!info.ok() || !engine_can(*info)) return kNotSupported;
     Params p = params ? *params[i] : Params{};
     if (!params) p.format = kRgbi;
-    if (int r = decode_into(bytes, p, &out[i]); r != kSuccess) return r;
+    if (int r = decode_into(bytes, p, &out[i], stream); r != kSuccess) return r;
     ++g_batched_images;
   }
   return kSuccess;
 }
 
 EXPORT int nvjpegDecodeBatched(Handle* h, State* s, const unsigned char* const* data,
-                               const size_t* lengths, Image* out, void* /*cuda_stream*/) {
+                               const size_t* lengths, Image* out, void* cuda_stream) {
   if (!h || h->backend != kHardware || s->batch < 1) return kInvalidParameter;
-  return decode_batch(s, data, lengths, out, nullptr);
+  return decode_batch(s, data, lengths, out, nullptr, cuda_stream);
 }
 
 #ifndef FAKE_NVJPEG_NO_ROI
@@ -262,9 +291,9 @@ EXPORT int nvjpegDecodeBatchedSupportedEx(Handle* h, Stream* s, Params*, int* ve
 }
 EXPORT int nvjpegDecodeBatchedEx(Handle* h, State* s, const unsigned char* const* data,
                                  const size_t* lengths, Image* out, Params** params,
-                                 void* /*cuda_stream*/) {
+                                 void* cuda_stream) {
   if (!h || h->backend != kHardware || s->batch < 1 || !params) return kInvalidParameter;
-  return decode_batch(s, data, lengths, out, params);
+  return decode_batch(s, data, lengths, out, params, cuda_stream);
 }
 #endif
 
@@ -330,7 +359,7 @@ EXPORT int nvjpegDecodeJpegTransferToDevice(Handle*, Decoder*, State* s, Stream*
   s->staged = true;
   return kSuccess;
 }
-EXPORT int nvjpegDecodeJpegDevice(Handle*, Decoder*, State* s, Image* out, void*) {
+EXPORT int nvjpegDecodeJpegDevice(Handle*, Decoder*, State* s, Image* out, void* stream) {
   if (!s->staged) return kInvalidParameter;
   const Params& p = s->roi;
   const bool roi = p.w > 0 && p.h > 0;
@@ -341,11 +370,9 @@ EXPORT int nvjpegDecodeJpegDevice(Handle*, Decoder*, State* s, Image* out, void*
     return kInvalidParameter;
   }
   if (roi) ++g_roi_decodes;
-  for (int r = 0; r < h; ++r) {
-    std::memcpy(out->channel[0] + r * out->pitch[0],
-                s->host.pixels.data() + (static_cast<size_t>(y + r) * s->host.width + x) * 3,
-                static_cast<size_t>(w) * 3);
-  }
+  write_rows(stream, s->host.pixels.data() + (static_cast<size_t>(y) * s->host.width + x) * 3,
+             static_cast<size_t>(s->host.width) * 3, out->channel[0], out->pitch[0],
+             static_cast<size_t>(w) * 3, h);
   ++g_hybrid_decodes;
   s->staged = false;
   return kSuccess;

@@ -5,7 +5,7 @@
 # decoded and the crop is reported inside them.
 foreach(variant full noroi)
   add_library(fake_nvjpeg_${variant} SHARED ${CMAKE_CURRENT_LIST_DIR}/fake_nvjpeg.cc)
-  target_link_libraries(fake_nvjpeg_${variant} PRIVATE sluice::image)
+  target_link_libraries(fake_nvjpeg_${variant} PRIVATE sluice::image fake_cuda)
   sluice_target_warnings(fake_nvjpeg_${variant})
 endforeach()
 target_compile_definitions(fake_nvjpeg_noroi PRIVATE FAKE_NVJPEG_NO_ROI)
