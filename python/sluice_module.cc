@@ -93,10 +93,14 @@ class PyBatch {
   }
   ~PyBatch() { release(); }
 
+  // On a GPU the device buffer is reused only after the work queued on the
+  // stream the consumer named in __dlpack__ (the legacy default stream by
+  // default) at the time the batch is released.
   void release() {
-    batch_.release();
+    batch_.release_after(consumer_stream_);
     released_ = true;
   }
+  void set_consumer_stream(void* stream) { consumer_stream_ = stream; }
   void check_alive() const {
     if (released_)
       throw py::value_error("this batch was released: its memory went back to the ring");
@@ -120,6 +124,7 @@ class PyBatch {
   Batch batch_;
   std::vector<int64_t> shape_;
   bool released_ = false;
+  void* consumer_stream_ = nullptr;
 };
 
 struct DLContext {
@@ -143,17 +148,32 @@ void capsule_destructor(PyObject* capsule) {
   }
 }
 
+// The array API's stream argument for CUDA: None or 1 the legacy default
+// stream, 2 the per-thread default stream, -1 no synchronisation, other
+// values a cudaStream_t.
 py::capsule to_dlpack(py::object self, py::object stream) {
-  if (!stream.is_none()) throw py::value_error("stream: a CPU batch takes no stream (use None)");
   PyBatch& b = self.cast<PyBatch&>();
   b.check_alive();
+  if (b.batch().device() < 0) {
+    if (!stream.is_none() && stream.cast<int64_t>() != -1) {
+      throw py::value_error("stream: a CPU batch takes no stream (use None)");
+    }
+  } else {
+    int64_t s = stream.is_none() ? 1 : stream.cast<int64_t>();
+    if (s == 0) throw py::value_error("stream: 0 is ambiguous for CUDA (use 1 or 2)");
+    if (s != -1) {
+      void* cuda_stream = s == 1 ? nullptr : reinterpret_cast<void*>(static_cast<intptr_t>(s));
+      if (Status st = b.batch().wait_on(cuda_stream); !st.ok()) raise(st);
+      b.set_consumer_stream(cuda_stream);
+    }
+  }
   auto* ctx = new DLContext();
   ctx->shape = b.shape();
   ctx->owner = self.ptr();
   Py_INCREF(ctx->owner);
   DLTensor& t = ctx->tensor.dl_tensor;
   t.data = const_cast<void*>(b.batch().data());
-  t.device = {kDLCPU, 0};
+  t.device = b.batch().device() < 0 ? DLDevice{kDLCPU, 0} : DLDevice{kDLCUDA, b.batch().device()};
   t.ndim = 4;
   t.dtype = dl_dtype(b.batch().spec().dtype);
   t.shape = ctx->shape.data();
@@ -176,6 +196,12 @@ py::array to_numpy(py::object self) {
       throw py::type_error(
           "NumPy has no bfloat16: use torch.from_dlpack(batch) or dtype='float16'");
   }
+  if (b.batch().device() >= 0) {
+    // On a GPU: a host copy (for checks; training takes the DLPack tensor).
+    py::array out(dt, b.shape());
+    if (Status st = b.batch().copy_to_host(out.mutable_data()); !st.ok()) raise(st);
+    return out;
+  }
   // The array's base is the batch: the slot stays held while the array lives.
   return py::array(dt, b.shape(), {}, b.batch().data(), self);
 }
@@ -194,13 +220,6 @@ class PyPipeline {
     for (const auto& [key, value] : kwargs) {
       std::string name = key.cast<std::string>();
       if (value.is_none()) continue;
-      if (name == "device") {
-        std::string d = value.cast<std::string>();
-        if (d != "cpu")
-          throw py::value_error("device: '" + d +
-                                "' needs the CUDA build of sluice; this one has cpu only");
-        continue;
-      }
       bool known = false;
       for (const OptionSpec& spec : pipeline_option_specs()) known |= spec.name == name;
       if (!known)
@@ -332,13 +351,15 @@ std::string pipeline_doc() {
        "files or globs, or an ImageFolder tree. Iterate it for (images, labels) pairs:\n"
        "images implements __dlpack__ (torch.from_dlpack(images) shares its memory) and\n"
        ".numpy(); labels is an int64 NumPy array. A batch's memory returns to the ring\n"
-       "when the batch and every view of it are dropped.\n\n"
+       "when the batch and every view of it are dropped. With device='cuda' images are on\n"
+       "the GPU: __dlpack_device__ says CUDA, and __dlpack__(stream=S) makes S wait for the\n"
+       "batch; its device buffer is reused once S has finished the work queued when the\n"
+       "batch is dropped.\n\n"
        "Options (the same as `sluice bench`):\n";
   for (const OptionSpec& s : pipeline_option_specs()) {
     d << "  " << s.name << " = " << (s.default_value.empty() ? "''" : s.default_value) << ": "
       << s.help << "\n";
   }
-  d << "  device = cpu: where batches arrive (cuda needs the CUDA build)\n";
   return d.str();
 }
 
@@ -429,8 +450,21 @@ PYBIND11_MODULE(_sluice, m) {
       .def("__dlpack__", &to_dlpack, py::arg("stream") = py::none(),
            "A DLPack capsule sharing this batch's memory.")
       .def("__dlpack_device__",
-           [](const PyBatch&) { return py::make_tuple(static_cast<int>(kDLCPU), 0); })
-      .def("numpy", &to_numpy, "A NumPy view of the images (no copy; keeps the batch alive).")
+           [](const PyBatch& b) {
+             int d = b.batch().device();
+             return d < 0 ? py::make_tuple(static_cast<int>(kDLCPU), 0)
+                          : py::make_tuple(static_cast<int>(kDLCUDA), d);
+           })
+      .def("numpy", &to_numpy,
+           "A NumPy view of the images (no copy; keeps the batch alive); a host copy for a batch "
+           "on a GPU.")
+      .def_property_readonly(
+          "device",
+          [](const PyBatch& b) {
+            int d = b.batch().device();
+            return d < 0 ? std::string("cpu") : "cuda:" + std::to_string(d);
+          },
+          "'cpu' or 'cuda:N': where the images are")
       .def("release", &PyBatch::release,
            "Return the memory to the ring now; views must not be used after.")
       .def("__len__", [](const PyBatch& b) { return b.batch().size(); })

@@ -195,6 +195,9 @@ class Batch {
   // buffer once the work queued so far on the legacy default stream is
   // done; release_after(stream) names the stream that reads the batch.
   void release_after(void* stream);
+  // Copies the samples (bytes() of them) to host memory `dst`, waiting for
+  // the batch first: for checks and digests, not for the training path.
+  Status copy_to_host(void* dst) const;
 
  private:
   friend class Pipeline;

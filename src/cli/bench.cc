@@ -3,6 +3,7 @@
 // decode ceiling and plan floor, the ablation ladder, and the HTML report.
 #include <fmt/format.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -47,9 +48,16 @@ struct BenchCli {
 };
 
 // A 64-bit digest of a batch: two CRC32Cs (different seeds) over the image
-// bytes then the labels. Equal digests mean identical batches.
-uint64_t batch_digest(const Batch& b) {
-  std::string_view images(static_cast<const char*>(b.data()), b.bytes());
+// bytes then the labels. Equal digests mean identical batches. A batch on
+// a GPU is copied back to `host` first.
+Result<uint64_t> batch_digest(const Batch& b, std::vector<uint8_t>* host) {
+  const void* data = b.data();
+  if (b.device() >= 0) {
+    host->resize(b.bytes());
+    SLUICE_RETURN_IF_ERROR(b.copy_to_host(host->data()));
+    data = host->data();
+  }
+  std::string_view images(static_cast<const char*>(data), b.bytes());
   std::string_view labels(reinterpret_cast<const char*>(b.labels()), b.size() * sizeof(int64_t));
   uint32_t lo = crc32c_extend(crc32c(images), labels);
   uint32_t hi = crc32c_extend(crc32c_extend(0x9e3779b9u, images), labels);
@@ -65,6 +73,7 @@ struct RunResult {
   uint64_t digest_all = 0;
   bool digest_any = false;
   std::vector<TraceSpan> spans;
+  double gpu_busy_percent = -1;  // on a GPU, where NVML answers
 };
 
 // Chrome's trace event format (chrome://tracing, Perfetto): one track per
@@ -175,6 +184,27 @@ Result<RunResult> run_pipeline(const PipelineOptions& po, int epochs, int64_t ma
   auto last_status = t0;
   uint64_t images_at_log = 0, images_at_status = 0;
   uint32_t all_lo = 0, all_hi = 0x9e3779b9u;
+  std::vector<uint8_t> host;
+  // On a GPU: its busy share while the pipeline runs (NVML, where present).
+  std::unique_ptr<GpuMonitor> gpu;
+  std::jthread gpu_sampler;
+  std::atomic<double> gpu_busy_sum{0};
+  std::atomic<int> gpu_busy_n{0};
+  if (po.device >= 0) {
+    if (auto g = GpuMonitor::open(); g.ok()) {
+      gpu = std::move(g).value();
+      gpu_sampler = std::jthread([&, dev = static_cast<size_t>(po.device)](std::stop_token st) {
+        while (!st.stop_requested()) {
+          auto now = gpu->sample();
+          if (dev < now.size() && now[dev].utilization >= 0) {
+            gpu_busy_sum = gpu_busy_sum + now[dev].utilization;
+            ++gpu_busy_n;
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+      });
+    }
+  }
   for (uint64_t epoch = s.epoch; epoch < static_cast<uint64_t>(epochs); ++epoch) {
     if (epoch != s.epoch) SLUICE_RETURN_IF_ERROR(pipe->set_epoch(epoch));
     for (;;) {
@@ -187,7 +217,7 @@ Result<RunResult> run_pipeline(const PipelineOptions& po, int epochs, int64_t ma
       ++r.batches;
       if (recorder) recorder->poll(*pipe, r.images);
       if (digest) {
-        uint64_t d = batch_digest(*b);
+        SLUICE_ASSIGN_OR_RETURN(uint64_t d, batch_digest(*b, &host));
         std::printf("digest %llu %llu %016llx\n", static_cast<unsigned long long>(b->epoch()),
                     static_cast<unsigned long long>(b->index()),
                     static_cast<unsigned long long>(d));
@@ -241,6 +271,11 @@ Result<RunResult> run_pipeline(const PipelineOptions& po, int epochs, int64_t ma
     if (max_batches >= 0 && r.batches >= static_cast<uint64_t>(max_batches)) break;
   }
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (gpu_sampler.joinable()) {
+    gpu_sampler.request_stop();
+    gpu_sampler.join();
+    if (gpu_busy_n > 0) r.gpu_busy_percent = gpu_busy_sum / gpu_busy_n;
+  }
   auto cpu1 = sample_process();
   if (cpu0.ok() && cpu1.ok()) r.cpu_seconds = cpu1->cpu_seconds - cpu0->cpu_seconds;
   r.stats = pipe->stats();
@@ -324,6 +359,24 @@ void print_summary(const BenchCli& c, const RunResult& r, const Verdict& v, uint
               r.seconds > 0 ? r.cpu_seconds / r.seconds : 0, cores,
               r.seconds > 0 ? 100 * r.cpu_seconds / r.seconds / cores : 0, peak_rss / 1e6,
               c.p.memory_budget / 1e6);
+  if (st.device >= 0) {
+    std::printf(
+        "device: cuda:%d, augmentation on the %s; host-to-device %.1f MB at %.1f GB/s (device "
+        "time), kernel %.2f ms a batch%s\n",
+        st.device, st.gpu_augment.c_str(), st.h2d_bytes / 1e6,
+        st.h2d_seconds > 0 ? st.h2d_bytes / st.h2d_seconds / 1e9 : 0.0,
+        r.batches > 0 ? 1e3 * st.kernel_seconds / r.batches : 0.0,
+        r.gpu_busy_percent >= 0 ? fmt::format(", GPU busy {:.0f} %", r.gpu_busy_percent).c_str()
+                                : ", GPU busy n/a (no NVML)");
+    auto rate = [&](uint64_t n) { return r.seconds > 0 ? n / r.seconds : 0.0; };
+    std::printf(
+        "decode tiers: hardware %llu (%.0f images/s), CUDA %llu (%.0f images/s), CPU %llu "
+        "(%.0f images/s); %llu redone on another tier; GPU decoding: %s\n",
+        static_cast<unsigned long long>(st.decoded_hardware), rate(st.decoded_hardware),
+        static_cast<unsigned long long>(st.decoded_cuda), rate(st.decoded_cuda),
+        static_cast<unsigned long long>(st.decoded_cpu), rate(st.decoded_cpu),
+        static_cast<unsigned long long>(st.gpu_decode_fallbacks), st.gpu_decode.c_str());
+  }
   if (!r.events.empty()) {
     std::printf("bad samples: %zu (first: %s)\n", r.events.size(),
                 r.events.front().to_string().c_str());
@@ -420,6 +473,28 @@ json summary_json(const BenchCli& c, const RunResult& r, const Verdict& v, uint6
   j["verdict"] = v.text;
   j["verdict_kind"] = v.kind;
   j["bottleneck"] = v.bottleneck;
+  if (r.stats.device >= 0) {
+    const PipelineStats& st = r.stats;
+    auto tier = [&](uint64_t n) {
+      return json{{"images", n}, {"images_per_second", r.seconds > 0 ? n / r.seconds : 0}};
+    };
+    j["device"] = {
+        {"device", fmt::format("cuda:{}", st.device)},
+        {"gpu_augment", st.gpu_augment},
+        {"gpu_decode", st.gpu_decode},
+        {"h2d_bytes", st.h2d_bytes},
+        {"h2d_seconds", st.h2d_seconds},
+        {"h2d_gb_per_second", st.h2d_seconds > 0 ? st.h2d_bytes / st.h2d_seconds / 1e9 : 0},
+        {"kernel_seconds", st.kernel_seconds},
+        {"device_slot_bytes", st.device_slot_bytes},
+        {"tiers",
+         {{"hardware", tier(st.decoded_hardware)},
+          {"cuda", tier(st.decoded_cuda)},
+          {"cpu", tier(st.decoded_cpu)}}},
+        {"tier_fallbacks", st.gpu_decode_fallbacks},
+        {"hardware_share", st.hardware_share},
+        {"gpu_busy_percent", r.gpu_busy_percent >= 0 ? json(r.gpu_busy_percent) : json(nullptr)}};
+  }
   if (full) j["ceiling_images_per_second"] = full->images_per_second;
   if (floor) j["plan_floor_images_per_second"] = floor->images_per_second;
   json options = json::object();

@@ -162,6 +162,14 @@ Status DeviceSlots::stage(int s, size_t bytes, std::vector<SampleJob>* jobs,
   return Status();
 }
 
+Status DeviceSlots::copy_to_host(int s, void* dst, size_t bytes) const {
+  const device::CudaRuntime& c = *cuda_;
+  SLUICE_RETURN_IF_ERROR(c.use_device(config_.device));
+  SLUICE_RETURN_IF_ERROR(c.check(c.EventSynchronize(slots_[s].ready), "waiting for a batch"));
+  return c.check(c.Memcpy(dst, slots_[s].output, bytes, device::cudaMemcpyDeviceToHost),
+                 "device-to-host copy of a batch");
+}
+
 Status DeviceSlots::wait_on(int s, void* stream) const {
   const device::CudaRuntime& c = *cuda_;
   SLUICE_RETURN_IF_ERROR(c.use_device(config_.device));

@@ -75,6 +75,8 @@ class DeviceSlots {
 
   void* output(int s) const { return slots_[s].output; }
   void* ready_event(int s) const { return slots_[s].ready; }
+  // Copies `bytes` of slot s's output to host memory, after its staging.
+  Status copy_to_host(int s, void* dst, size_t bytes) const;
   // Makes `stream` wait for slot s's staging (no host wait).
   Status wait_on(int s, void* stream) const;
   // The consumer is done with slot s once the work it queued on `stream`

@@ -703,6 +703,15 @@ void Batch::release_after(void* stream) {
   slot_ = -1;
 }
 
+Status Batch::copy_to_host(void* dst) const {
+  if (device_ < 0) {
+    std::memcpy(dst, data_, bytes());
+    return Status();
+  }
+  if (!owner_) return failed_precondition_error("the batch was released");
+  return owner_->impl_->dev->copy_to_host(slot_, dst, bytes());
+}
+
 Status Batch::wait_on(void* stream) const {
   if (device_ < 0 || !owner_) return Status();
   return owner_->impl_->dev->wait_on(slot_, stream);

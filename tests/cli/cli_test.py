@@ -70,8 +70,15 @@ def read_png(data):
     return width, height, pixels
 
 
-def run(*args, check=None):
-    p = subprocess.run([SLUICE, *args], capture_output=True, text=True, timeout=300)
+FAKE_GPU_ENV = {k: os.environ.get(v, "") for k, v in (
+    ("SLUICE_CUDART_LIBRARY", "SLUICE_FAKE_CUDA"),
+    ("SLUICE_KERNELS_LIBRARY", "SLUICE_FAKE_KERNELS"),
+    ("SLUICE_NVJPEG_LIBRARY", "SLUICE_FAKE_NVJPEG"))}
+
+
+def run(*args, check=None, env=None):
+    p = subprocess.run([SLUICE, *args], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, **env} if env else None)
     if check is not None:
         assert p.returncode == check, f"{args}: exit {p.returncode}\n{p.stdout}\n{p.stderr}"
     return p
@@ -263,8 +270,9 @@ class CliTest(unittest.TestCase):
         self.assertEqual(run("convert", "--no-such-flag").returncode, 2)
         self.assertEqual(run().returncode, 2)
 
-    def bench_digests(self, data, *extra):
-        p = run("bench", data, "--batch", "8", "--size", "24", "--digest", "-q", *extra, check=0)
+    def bench_digests(self, data, *extra, env=None):
+        p = run("bench", data, "--batch", "8", "--size", "24", "--digest", "-q", *extra, check=0,
+                env=env)
         lines = [l.split() for l in p.stdout.splitlines() if l.startswith("digest ")]
         per_batch = [l for l in lines if l[1] != "all"]
         total = [l[2] for l in lines if l[1] == "all"]
@@ -446,6 +454,54 @@ class CliTest(unittest.TestCase):
         self.assertIn("GPU 1: Tesla P100-PCIE-16GB memory: 0 %", html)
         self.assertNotIn("GPU 1: Tesla P100-PCIE-16GB busy: ", html)  # it refused to say
         self.assertNotIn("No GPU: ", html)
+
+    def test_bench_on_a_fake_gpu(self):
+        """--device cuda against the fake CUDA runtime, kernel library and
+        nvJPEG the tests build (tests/device): the same CLI path a GPU runs."""
+        out = self.fresh("bg")
+        self.convert(out)
+        host, host_all = self.bench_digests(out)
+        # Copy mode: the CPU's batches, byte for byte, through the device ring.
+        copy, copy_all = self.bench_digests(out, "--device", "cuda", "--gpu-augment", "off",
+                                            env=FAKE_GPU_ENV)
+        self.assertEqual((copy, copy_all), (host, host_all))
+        report = os.path.join(self.tmp, "bench-gpu.json")
+        p = run("bench", out, "--batch", "8", "--size", "24", "--device", "cuda:0", "--gpu-decode",
+                "on", "--json", report, env=FAKE_GPU_ENV, check=0)
+        self.assertIn("device: cuda:0, augmentation on the gpu kernel", p.stdout)
+        self.assertRegex(p.stdout, r"decode tiers: hardware \d+ .* CUDA \d+ .* CPU \d+")
+        j = json.loads(slurp(report))
+        d = j["device"]
+        tiers = d["tiers"]
+        self.assertGreater(tiers["hardware"]["images"] + tiers["cuda"]["images"], 0)
+        self.assertGreater(tiers["cpu"]["images"], 0)  # synth writes some PNGs
+        self.assertEqual(sum(t["images"] for t in tiers.values()), j["images"])
+        self.assertGreater(d["h2d_bytes"], 0)
+        self.assertIn("nvJPEG", d["gpu_decode"])
+        self.assertIsNone(d["gpu_busy_percent"])  # no NVML here
+        # Same bytes again, whatever the worker count (fixed engine share).
+        a = self.bench_digests(out, "--device", "cuda", "--workers", "1", env=FAKE_GPU_ENV)
+        b = self.bench_digests(out, "--device", "cuda", "--workers", "3", env=FAKE_GPU_ENV)
+        self.assertEqual(a, b)
+
+    def test_bench_gpu_errors_name_what_is_missing(self):
+        out = self.fresh("bge")
+        self.convert(out)
+        p = run("bench", out, "--device", "cuda", env={"SLUICE_CUDART_LIBRARY": "/nonexistent/libcudart.so"}, check=1)
+        self.assertIn("--device cuda:0: no CUDA runtime loads", p.stderr)
+        self.assertIn("/nonexistent/libcudart.so", p.stderr)
+        env = {**FAKE_GPU_ENV, "SLUICE_KERNELS_LIBRARY": "/nonexistent/libsluice_kernels.so"}
+        p = run("bench", out, "--device", "cuda", "--gpu-augment", "on", env=env, check=1)
+        self.assertIn("--gpu-augment on: sluice's GPU kernels are not there", p.stderr)
+        p = run("bench", out, "--device", "cuda:1", env=FAKE_GPU_ENV, check=1)
+        self.assertIn("only 1 CUDA device is visible", p.stderr)
+        env = {**FAKE_GPU_ENV, "SLUICE_NVJPEG_LIBRARY": "/nonexistent/libnvjpeg.so"}
+        p = run("bench", out, "--device", "cuda", "--gpu-decode", "on", env=env, check=1)
+        self.assertIn("--gpu-decode on: nvJPEG is not usable", p.stderr)
+        # auto: without nvJPEG the CPU decodes, and the run says so.
+        p = run("bench", out, "--device", "cuda", "--batch", "8", env=env, check=0)
+        self.assertIn("GPU decoding: off:", p.stdout)
+        self.assertIn("device must be cpu, cuda or cuda:N, not 'gpu'", run("bench", out, "--device", "gpu", check=1).stderr)
 
     def test_bench_bad_options(self):
         out = self.fresh("bo")

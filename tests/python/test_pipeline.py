@@ -2,6 +2,7 @@
 import os
 import shutil
 import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -170,8 +171,10 @@ def test_bad_arguments(dataset):
         sluice.Pipeline(shards, bach_size=8)
     with pytest.raises(TypeError):
         sluice.Pipeline(shards, batch_size=object())
-    with pytest.raises(ValueError, match="CUDA"):
+    with pytest.raises(RuntimeError, match="--device cuda:0: .*CUDA"):  # no GPU in CI
         sluice.Pipeline(shards, device="cuda")
+    with pytest.raises(ValueError, match="device must be cpu, cuda or cuda:N"):
+        sluice.Pipeline(shards, device="gpu")
     with pytest.raises(ValueError, match="rank"):
         sluice.Pipeline(shards, rank=2, world_size=2)
     with pytest.raises(TypeError):
@@ -211,3 +214,56 @@ def test_convert_inspect_and_stats(dataset, tmp_path):
     assert s["verdict"].split(":")[0] in ("input-bound", "consumer-bound", "balanced")
     assert set(sluice.PIPELINE_OPTIONS) >= {"batch_size", "image_size", "augment", "order", "seed", "dtype"}
     assert "batch_size = 256" in sluice.Pipeline.__doc__
+
+
+FAKE_GPU = {k: os.environ.get(v, "") for k, v in (
+    ("SLUICE_CUDART_LIBRARY", "SLUICE_FAKE_CUDA"),
+    ("SLUICE_KERNELS_LIBRARY", "SLUICE_FAKE_KERNELS"),
+    ("SLUICE_NVJPEG_LIBRARY", "SLUICE_FAKE_NVJPEG"))}
+
+
+def dl_device(capsule):
+    """(device_type, device_id) of a DLPack capsule, read through ctypes."""
+    import ctypes
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype = ctypes.c_void_p
+    get.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    ptr = get(capsule, b"dltensor")
+
+    class DLTensorHead(ctypes.Structure):  # data, then DLDevice {int32 type, int32 id}
+        _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32),
+                    ("device_id", ctypes.c_int32)]
+    head = DLTensorHead.from_address(ptr)
+    return head.device_type, head.device_id
+
+
+@pytest.mark.skipif(not all(FAKE_GPU.values()), reason="CTest passes the fake GPU libraries")
+def test_cuda_batches_through_dlpack_against_a_fake_gpu(dataset):
+    """device="cuda" in a child process (the CUDA runtime is chosen once per
+    process): batches report CUDA to DLPack, and their bytes are the CPU's."""
+    import inspect
+    code = "import ctypes\n" + inspect.getsource(dl_device) + r'''
+import sys, numpy as np, sluice
+opts = dict(batch_size=8, image_size=16, seed=3, workers=2, memory_budget_mb=256)
+cpu = [images.numpy().copy() for images, _ in sluice.Pipeline(sys.argv[1], **opts)]
+pipe = sluice.Pipeline(sys.argv[1], device="cuda", gpu_augment="off", **opts)
+n = 0
+for (images, labels), want in zip(pipe, cpu):
+    assert images.__dlpack_device__() == (2, 0), images.__dlpack_device__()
+    assert images.device == "cuda:0"
+    cap = images.__dlpack__(stream=1)
+    assert dl_device(cap) == (2, 0), dl_device(cap)
+    assert np.array_equal(images.numpy(), want)
+    n += 1
+assert n == len(cpu) == 7
+try:
+    next(iter(pipe))[0].__dlpack__(stream=0)
+    raise AssertionError("stream 0 accepted")
+except ValueError as e:
+    assert "ambiguous" in str(e)
+print("ok")
+'''
+    env = {**os.environ, **FAKE_GPU}
+    p = subprocess.run([sys.executable, "-c", code, str(dataset / "shards")],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stdout + p.stderr
