@@ -19,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "device/kernels.h"
 #include "ops/gpu_libs.h"
 
 namespace sluice {
@@ -190,11 +191,16 @@ void check_torch(const DoctorOptions& o, DoctorReport* r) {
 
 void check_gpus(DoctorReport* r) {
   detail::probe_gpu_libraries(r);
-#ifdef SLUICE_WITH_CUDA
-  r->cuda_build = true;
-#endif
-  add(r, "build", "info",
-      r->cuda_build ? "sluice built with CUDA" : "sluice built without CUDA (CPU data path)");
+  // The CUDA build is the kernel library beside sluice (device/kernels.h).
+  auto kernels = device::Kernels::get();
+  r->cuda_build = kernels.ok();
+  if (kernels.ok()) {
+    add(r, "build", "ok", "sluice's GPU kernels: " + (*kernels)->library);
+  } else {
+    add(r, "build", "info",
+        "sluice built without CUDA: with --device cuda, batches are augmented on the CPU and "
+        "copied (" + std::string(kernels.status().message()) + ")");
+  }
   if (r->nvml_library.empty()) {
     add(r, "gpu", "info",
         "no NVIDIA driver found (libnvidia-ml.so.1 did not load): GPU checks skipped");
@@ -247,7 +253,9 @@ void check_gpus(DoctorReport* r) {
                           cuda_version_string(r->cuda_runtime_version)),
           fmt::format("install nvJPEG for CUDA {} (or set SLUICE_NVJPEG_LIBRARY)", runtime_major));
     } else {
-      add(r, "cuda", "ok", d + ": found (sluice's GPU decode path does not use it yet)");
+      add(r, "cuda", "ok",
+          d + (r->cuda_build ? ": JPEGs decode on the GPU with --device cuda"
+                             : ": found, but GPU decoding needs sluice's GPU kernels"));
     }
   }
   if (r->nccl_version) {
