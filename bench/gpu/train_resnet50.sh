@@ -6,7 +6,9 @@
 #      outside images) and converts them into shards;
 #   3. trains resnet50 --amp bf16 for a fixed number of steps on those shards
 #      (real decode, augmentation and copies) and prints images/s, GPU busy
-#      and the share of step time spent waiting for data;
+#      and the share of step time spent waiting for data: once with the CPU
+#      doing everything (batches copied from the pinned ring), once with the
+#      GPU path (nvJPEG tiers and the fused kernel);
 #   4. the same with --synthetic (one random batch made on the GPU): the
 #      compute-only ceiling the pipeline is measured against.
 # Usage: bench/gpu/train_resnet50.sh [OUT_DIR]   (env: STEPS, BATCH, GPUS, PYTHON, BUILD_DIR)
@@ -43,9 +45,12 @@ common=(--model resnet50 --amp bf16 --device cuda --gpus "$gpus" --batch "$batch
         --epochs 1000 --max-steps "$steps" --log-every 20 --lr 0.1 --warmup 0)
 
 echo "== real shards: decode + augment on the CPU, batches copied to the GPU" | tee -a "$out/summary.txt"
+"$sluice" train "$out/shards" "${common[@]}" --pad --gpu-augment off --gpu-decode off 2>&1 | tee "$out/real-cpu.log" | grep -E 'epoch|stopped' | tee -a "$out/summary.txt"
+echo "== real shards: nvJPEG tiers + the fused kernel on the GPU (where nvJPEG loads)" | tee -a "$out/summary.txt"
 "$sluice" train "$out/shards" "${common[@]}" --pad 2>&1 | tee "$out/real.log" | grep -E 'epoch|stopped' | tee -a "$out/summary.txt"
 echo "== synthetic batches on the GPU: the compute-only ceiling" | tee -a "$out/summary.txt"
 "$sluice" train "$out/shards" "${common[@]}" --synthetic 2>&1 | tee "$out/synthetic.log" | grep -E 'epoch|stopped' | tee -a "$out/summary.txt"
 echo "step lines (last of each run):" | tee -a "$out/summary.txt"
+grep ' step ' "$out/real-cpu.log" | tail -1 | tee -a "$out/summary.txt"
 grep ' step ' "$out/real.log" | tail -1 | tee -a "$out/summary.txt"
 grep ' step ' "$out/synthetic.log" | tail -1 | tee -a "$out/summary.txt"
