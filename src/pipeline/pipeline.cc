@@ -1027,11 +1027,11 @@ Result<Batch> Pipeline::next() {
 }
 
 void Pipeline::release(int slot, void* stream) {
+  // On a device, outside the lock (the slot is held, so only this thread
+  // touches it): this may wait for the batch's copy to finish reading it.
+  Status r = impl_->dev ? impl_->dev->release(slot, stream) : Status();
   std::lock_guard lock(impl_->mu);
-  if (impl_->dev) {
-    Status r = impl_->dev->release(slot, stream);
-    if (!r.ok() && impl_->fatal.ok()) impl_->fatal = r;
-  }
+  if (!r.ok() && impl_->fatal.ok()) impl_->fatal = r;
   impl_->slots[static_cast<size_t>(slot)].state = SlotState::kFree;
   impl_->assign_slots();
   impl_->work_cv.notify_all();
