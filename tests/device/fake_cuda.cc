@@ -102,12 +102,12 @@ int delay_us() {
   return d;
 }
 
+// Notifies under the lock: a waiter may destroy the event as soon as it
+// sees it complete.
 void complete(Event* e, uint64_t gen) {
-  {
-    std::lock_guard l(e->mu);
-    if (gen > e->completed) e->completed = gen;
-    e->when = std::chrono::steady_clock::now();
-  }
+  std::lock_guard l(e->mu);
+  if (gen > e->completed) e->completed = gen;
+  e->when = std::chrono::steady_clock::now();
   e->cv.notify_all();
 }
 
