@@ -1,7 +1,9 @@
 // The bench report: one self-contained HTML page about a `sluice bench`
 // run (throughput over time, where the workers' and the consumer's time
 // went, CPU and GPU use, queue depth, the verdict, the ablation ladder and
-// the machine), for people who were not watching the terminal.
+// the machine), for people who were not watching the terminal. Without a
+// bench run it is the page of a ladder alone (`sluice train --ablation`):
+// the ladder and the machine.
 //
 // The page needs nothing at view time: charts are inline SVG, styles and
 // the one small script are inline, and a Content-Security-Policy forbids
@@ -14,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -71,12 +74,21 @@ class ReportSeries {
   size_t pending_count_ = 0;
 };
 
-// One rung of `bench --ablation`.
+// One rung of `bench --ablation` or `train --ablation`.
 struct AblationRow {
   std::string rung;
   double images_per_second = 0;
   double cpu_cores_busy = 0;
   std::string skipped;  // why the rung did not run; empty when it ran
+  // The training ladder's figures. bench sets none of them; a table where
+  // some row has data_wait_share set is a training ladder and gets the
+  // columns (an unset GPU figure there reads "n/a": no NVML).
+  std::optional<double> epoch_seconds;
+  bool epoch_projected = false;            // stretched from the steps run (--max-steps) to an epoch
+  std::optional<double> data_wait_share;   // 0..1
+  std::optional<double> cpu_busy_percent;  // of the machine's cores
+  std::optional<double> gpu_busy_percent;  // mean over the GPUs used
+  std::string note;                        // what the rung ran on, under its name
 };
 
 struct ReportInput {
@@ -86,7 +98,8 @@ struct ReportInput {
   std::string generated_at;  // shown as is, e.g. "2025-12-02 14:03 UTC"
   std::string version;       // of sluice
   // The document `sluice bench --json` writes (required: images_per_second,
-  // seconds, verdict, stages).
+  // seconds, verdict, stages). Empty: a ladder-only page (header, ablation,
+  // machine); `ablation` must then have rows.
   std::string bench_json;
   // The document `sluice doctor --json` prints; empty leaves the machine
   // section saying it was not examined.
@@ -97,10 +110,12 @@ struct ReportInput {
   // place of the GPU chart when no sample has GPUs.
   std::string gpu_note;
   std::vector<AblationRow> ablation;  // empty: the section says how to get it
+  std::string ablation_note;          // a paragraph above the ladder: how it was run
 };
 
 // The page. kInvalidArgument when bench_json or doctor_json is not the
-// document described above (the message names the missing field).
+// document described above (the message names the missing field), or when
+// both bench_json and ablation are empty.
 Result<std::string> render_report_html(const ReportInput& input);
 
 // &, <, >, " and ' as character references; everything else unchanged

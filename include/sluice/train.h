@@ -35,6 +35,7 @@ struct TrainOptions {
   // "val" split is used when it has one.
   std::vector<std::string> val_sources;
   std::string val_split = "val";
+  bool validate = true;            // false: no held-out data, not even the dataset's val split
   std::string model = "resnet18";  // seed-cnn | resnet18 | resnet50
   int epochs = 10;
   double lr = 0.1;
@@ -90,6 +91,22 @@ struct TrainSummary {
   bool stopped = false;    // by max_steps or a stop request, before the end
   std::string checkpoint;  // the last one written ("" without checkpoint_dir)
   std::string event_file;  // TensorBoard ("" without logdir)
+
+  // This run as a whole, from its first step to its last (setup and
+  // validation excluded; a resumed run counts from where it resumed): what
+  // `sluice-train train --summary` writes and the ablation ladder compares.
+  // An epoch that max_steps cut short is in these figures, not in `epochs`.
+  int64_t steps_run = 0;
+  double seconds = 0;            // rank 0's wall time over the steps
+  double images = 0;             // trained on, all ranks
+  double data_wait_share = 0;    // of rank 0's step time, waiting for batches
+  double cpu_cores_busy = 0;     // CPU time of every rank's process / seconds
+  double gpu_busy_percent = -1;  // mean NVML utilisation of the ranks' GPUs (-1: none)
+  int world_size = 1;
+  std::string device;              // rank 0's, e.g. "cpu" or "cuda:0"
+  uint64_t batches_per_epoch = 0;  // a rank's
+  std::string pipeline_tuning;     // rank 0's PipelineStats::tuning
+  std::string gpu_decode;          // and its gpu_decode ("" off a GPU)
 };
 
 Result<TrainSummary> train(const TrainOptions& options);

@@ -398,13 +398,7 @@ json stages_json(const RunResult& r) {
 
 // The ladder users climb, each rung for the same number of batches.
 int run_ablation(const BenchCli& c, std::vector<AblationRow>* rows) {
-  std::string raw = c.raw_dir;
-  std::error_code ec;
-  bool have_shards = std::filesystem::exists(std::filesystem::path(c.data) / kManifestName, ec);
-  if (raw.empty() && have_shards) {
-    auto m = read_manifest(c.data);
-    if (m.ok() && m->splits.count(c.p.split)) raw = m->splits.at(c.p.split).source;
-  }
+  LadderSources src = find_ladder_sources(c.data, c.p.split, c.raw_dir);
   struct Rung {
     const char* name;
     bool use_raw;
@@ -425,13 +419,13 @@ int run_ablation(const BenchCli& c, std::vector<AblationRow>* rows) {
   for (const Rung& g : rungs) {
     PipelineOptions po = c.p;
     if (g.use_raw) {
-      if (raw.empty() || !std::filesystem::is_directory(raw, ec)) {
-        std::printf("%-44s %12s   (no image folder: give --raw DIR)\n", g.name, "-");
-        rows->push_back({g.name, 0, 0, "no image folder: give --raw DIR"});
+      if (src.raw.empty()) {
+        std::printf("%-44s %12s   (%s)\n", g.name, "-", src.no_raw.c_str());
+        rows->push_back({g.name, 0, 0, src.no_raw});
         continue;
       }
-      po.sources = {raw};
-    } else if (!have_shards) {
+      po.sources = {src.raw};
+    } else if (!src.shards) {
       std::printf("%-44s %12s   (DATA is not a shard dataset)\n", g.name, "-");
       rows->push_back({g.name, 0, 0, "DATA is not a shard dataset"});
       continue;
@@ -504,15 +498,6 @@ json summary_json(const BenchCli& c, const RunResult& r, const Verdict& v, uint6
   }
   j["options"] = options;
   return j;
-}
-
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M UTC", &tm);
-  return buf;
 }
 
 // The page, after the run: doctor examines the machine now rather than

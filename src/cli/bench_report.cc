@@ -78,17 +78,17 @@ void SeriesRecorder::finish(const PipelineStats& stats, uint64_t images) {
   series_.add(s);
 }
 
-Status check_report_path(const std::string& path) {
+Status check_report_path(const std::string& path, const std::string& flag) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
-    return invalid_argument_error("--report " + path +
+    return invalid_argument_error(flag + " " + path +
                                   ": is a folder; give a file name such as report.html");
   }
   // Created and removed at once: the page itself is written under a
   // temporary name and renamed at the end (write_file_atomic).
   std::string probe = detail::temp_name_for(path);
   int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return errno_error("--report " + path, "cannot be written", errno);
+  if (fd < 0) return errno_error(flag + " " + path, "cannot be written", errno);
   ::close(fd);
   ::unlink(probe.c_str());
   return Status();

@@ -48,7 +48,8 @@ class SeriesRecorder {
 };
 
 // Fails early, before a long run, when `path` cannot be written: a missing
-// folder, no permission, or a folder where the file should be.
-Status check_report_path(const std::string& path);
+// folder, no permission, or a folder where the file should be. Messages
+// name the option as `flag`.
+Status check_report_path(const std::string& path, const std::string& flag = "--report");
 
 }  // namespace sluice::cli

@@ -4,6 +4,10 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <ctime>
+#include <filesystem>
+
+#include "sluice/dataset.h"
 
 namespace sluice::cli {
 namespace {
@@ -34,6 +38,15 @@ void set_command_line(int argc, char** argv) {
 
 std::string joined_command_line() {
   return g_command_line;
+}
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M UTC", &tm);
+  return buf;
 }
 
 Progress::Progress(std::string label, std::string unit, bool quiet)
@@ -68,6 +81,40 @@ void Progress::update(uint64_t done, uint64_t total, double seconds, bool final)
   }
   std::fflush(stderr);
   drawn_ = true;
+}
+
+LadderSources find_ladder_sources(const std::string& data, const std::string& split,
+                                  const std::string& raw_flag) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  LadderSources s;
+  bool manifest = fs::exists(fs::path(data) / kManifestName, ec);
+  // As the pipeline tells them apart: a folder with class folders and no
+  // manifest is an image folder; anything else is records.
+  bool image_folder = false;
+  if (!manifest && fs::is_directory(data, ec)) {
+    for (const auto& e : fs::directory_iterator(data, ec)) image_folder |= e.is_directory(ec);
+  }
+  s.shards = !image_folder;
+  std::string raw = raw_flag, from = "--raw";
+  if (raw.empty() && manifest) {
+    auto m = read_manifest(data);
+    if (m.ok() && m->splits.count(split)) {
+      raw = m->splits.at(split).source;
+      from = std::string(kManifestName) + "'s source";
+    }
+  } else if (raw.empty() && image_folder) {
+    raw = data;
+    from = "DATA";
+  }
+  if (raw.empty()) {
+    s.no_raw = "no image folder: give --raw DIR";
+  } else if (!fs::is_directory(raw, ec)) {
+    s.no_raw = fmt::format("no image folder: {} {} is not a folder; give --raw DIR", from, raw);
+  } else {
+    s.raw = raw;
+  }
+  return s;
 }
 
 }  // namespace sluice::cli

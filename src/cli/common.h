@@ -24,6 +24,9 @@ int report_error(const std::string& command, const Status& status);
 std::string joined_command_line();
 void set_command_line(int argc, char** argv);
 
+// "2025-12-02 14:03 UTC", for reports.
+std::string utc_now();
+
 // A progress display on stderr: a bar redrawn in place on a terminal, a
 // plain line every `plain_interval` otherwise (logs, CI).
 class Progress {
@@ -40,6 +43,19 @@ class Progress {
   std::chrono::steady_clock::time_point last_;
   bool drawn_ = false;
 };
+
+// Where an ablation ladder (bench's, train's) finds its data: the image
+// folder for the raw-file rungs, and whether DATA is a shard dataset.
+struct LadderSources {
+  bool shards = false;  // DATA is records: a dataset folder (dataset.json) or record files
+  std::string raw;      // the image folder; empty: none known
+  std::string no_raw;   // why not, when raw is empty
+};
+// The image folder is `raw_flag` (--raw) when given, else the folder
+// dataset.json says `split` was converted from, else DATA itself when it is
+// an image folder rather than shards.
+LadderSources find_ladder_sources(const std::string& data, const std::string& split,
+                                  const std::string& raw_flag);
 
 void register_synth(CLI::App& app, int* exit_code);
 void register_convert(CLI::App& app, int* exit_code);

@@ -3,11 +3,13 @@
 // it. sluice-train is looked for next to this binary, then on PATH.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 
 #include "cli/common.h"
+#include "cli/train_ablation.h"
 
 namespace sluice::cli {
 namespace {
@@ -53,7 +55,13 @@ void add(CLI::App& app, const std::string& name, const std::string& help, int* e
   sub->allow_extras();
   sub->prefix_command();
   sub->set_help_flag();  // --help goes to sluice-train too
-  sub->callback([sub, name, exit_code] { *exit_code = hand_over(name, sub->remaining()); });
+  sub->callback([sub, name, exit_code] {
+    std::vector<std::string> rest = sub->remaining();
+    // The ladder runs sluice-train once per rung, so it lives on this side.
+    bool ladder =
+        name == "train" && std::find(rest.begin(), rest.end(), "--ablation") != rest.end();
+    *exit_code = ladder ? run_train_ablation(rest) : hand_over(name, rest);
+  });
 }
 
 }  // namespace

@@ -325,8 +325,59 @@ std::string queue_section(const ReportInput& in) {
          detail::line_chart_svg(c) + series_note(in.series) + "</section>\n";
 }
 
-std::string ablation_section(const std::vector<AblationRow>& rows) {
+// The training ladder's table: epoch time, GPU and data wait beside the
+// throughput. Speed-ups are against the first rung that ran, bars against
+// the fastest.
+std::string training_ablation_table(const std::vector<AblationRow>& rows) {
+  double base = 0, best = 0;
+  for (const AblationRow& r : rows) {
+    if (!r.skipped.empty()) continue;
+    if (base == 0) base = r.images_per_second;
+    best = std::max(best, r.images_per_second);
+  }
+  auto pct = [](const std::optional<double>& v) {
+    return v ? fmt::format("{:.0f} %", *v) : std::string("n/a");
+  };
+  std::string out =
+      "<table class=\"ablation training\"><thead><tr><th>rung</th><th class=\"num\">epoch "
+      "time</th><th class=\"num\">images/s</th><th class=\"num\">vs first</th><th "
+      "class=\"num\">GPU busy</th><th class=\"num\">CPU busy</th><th class=\"num\">data "
+      "wait</th><th class=\"barcell\"></th></tr></thead><tbody>";
+  for (const AblationRow& r : rows) {
+    std::string name = e(r.rung);
+    if (!r.note.empty()) name += fmt::format("<div class=\"note\">{}</div>", e(r.note));
+    if (!r.skipped.empty()) {
+      out += fmt::format(
+          "<tr class=\"skipped\"><td>{}</td><td class=\"num\">&ndash;</td><td colspan=\"6\">{}"
+          "</td></tr>",
+          name, e(r.skipped));
+      continue;
+    }
+    std::string epoch =
+        r.epoch_seconds ? fmt::format("{}{:.1f} s", r.epoch_projected ? "~" : "", *r.epoch_seconds)
+                        : std::string("n/a");
+    std::string cpu = r.cpu_busy_percent ? fmt::format("{:.0f} % ({:.2f} cores)",
+                                                       *r.cpu_busy_percent, r.cpu_cores_busy)
+                                         : fmt::format("{:.2f} cores", r.cpu_cores_busy);
+    double width = best > 0 ? 100 * r.images_per_second / best : 0;
+    out += fmt::format(
+        "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td "
+        "class=\"num\">{:.2f}x</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td "
+        "class=\"num\">{}</td><td class=\"barcell\"><div class=\"hbar\" "
+        "style=\"width:{:.1f}%\"></div></td></tr>",
+        name, e(epoch), grouped(r.images_per_second), base > 0 ? r.images_per_second / base : 0,
+        e(pct(r.gpu_busy_percent)), e(cpu),
+        r.data_wait_share ? fmt::format("{:.0f} %", 100 * *r.data_wait_share) : "n/a", width);
+  }
+  return out + "</tbody></table>";
+}
+
+std::string ablation_section(const std::vector<AblationRow>& rows, const std::string& note) {
   std::string out = "<section id=\"ablation\"><h2>Ablation</h2>";
+  if (!note.empty()) out += fmt::format("<p class=\"note\">{}</p>", e(note));
+  bool training = std::any_of(rows.begin(), rows.end(),
+                              [](const AblationRow& r) { return r.data_wait_share.has_value(); });
+  if (training) return out + training_ablation_table(rows) + "</section>\n";
   if (rows.empty()) {
     return out +
            "<p class=\"note\">Not run: <code>sluice bench DATA --ablation --report FILE</code> "
@@ -381,15 +432,26 @@ std::string html_escape(std::string_view text) {
 }
 
 Result<std::string> render_report_html(const ReportInput& in) {
-  json b = json::parse(in.bench_json, nullptr, false);
-  if (b.is_discarded()) return invalid_argument_error("bench JSON: not JSON");
-  SLUICE_RETURN_IF_ERROR(check_bench(b));
   json d;
   if (!in.doctor_json.empty()) {
     d = json::parse(in.doctor_json, nullptr, false);
     if (d.is_discarded() || !d.is_object())
       return invalid_argument_error("doctor JSON: not a JSON object");
   }
+  if (in.bench_json.empty()) {
+    // A ladder alone (train --ablation): no run of the pipeline to chart.
+    if (in.ablation.empty())
+      return invalid_argument_error("report: neither a bench run nor ablation rows");
+    std::string page = detail::report_head(in.title + (in.data.empty() ? "" : ": " + in.data));
+    page += header(in);
+    page += ablation_section(in.ablation, in.ablation_note);
+    page += detail::machine_section(d);
+    page += detail::report_tail(in.version);
+    return page;
+  }
+  json b = json::parse(in.bench_json, nullptr, false);
+  if (b.is_discarded()) return invalid_argument_error("bench JSON: not JSON");
+  SLUICE_RETURN_IF_ERROR(check_bench(b));
   int cores = static_cast<int>(num(b, "cores", 0));
   if (cores <= 0 && d.is_object() && d.contains("cpu"))
     cores = static_cast<int>(num(d["cpu"], "cores", 0));
@@ -403,7 +465,7 @@ Result<std::string> render_report_html(const ReportInput& in) {
   page += cpu_section(in, b, cores);
   page += gpu_section(in);
   page += queue_section(in);
-  page += ablation_section(in.ablation);
+  page += ablation_section(in.ablation, in.ablation_note);
   page += detail::machine_section(d);
   page += detail::options_section(b.contains("options") ? b["options"] : json::object());
   page += detail::report_tail(in.version);

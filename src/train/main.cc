@@ -19,9 +19,11 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "base/file_util.h"
 #include "sluice/pipeline_options.h"
 #include "sluice/train.h"
 
@@ -221,7 +223,51 @@ struct TrainCli {
   std::string amp = "off";
   int gpus = 0, procs = 0;
   bool pad = false;
+  bool no_val = false;
+  std::string summary_file;
+  // Shown by --help; `sluice train` runs the ladder before this binary sees them.
+  bool ablation = false;
+  std::string raw, json_file, report_file;
 };
+
+// --summary: the run's figures for programs (the ablation ladder), written
+// whole or not at all. Epoch times are those of whole epochs; with
+// --max-steps cutting the first one short, epoch_seconds_projected
+// stretches the steps run to a whole epoch.
+Status write_summary(const std::string& path, const TrainCli& c, const TrainSummary& r) {
+  using json = nlohmann::ordered_json;
+  auto or_null = [](double v) { return v >= 0 ? json(v) : json(nullptr); };
+  json j;
+  j["format"] = "sluice train summary 1";
+  j["data"] = c.o.pipeline.sources;
+  j["split"] = c.o.pipeline.split;
+  j["model"] = c.o.model;
+  j["device"] = r.device;
+  j["world_size"] = r.world_size;
+  j["amp"] = std::string(amp_name(c.o.amp));
+  j["batch_size"] = c.o.pipeline.batch_size;
+  j["steps"] = r.steps_run;
+  j["batches_per_epoch"] = r.batches_per_epoch;
+  j["images"] = r.images;
+  j["seconds"] = r.seconds;
+  j["images_per_second"] = r.seconds > 0 ? r.images / r.seconds : 0;
+  j["epochs_completed"] = r.epochs.size();
+  j["epoch_seconds"] = r.epochs.empty() ? json(nullptr)
+                                        : json{{"first", r.epochs.front().seconds},
+                                               {"last", r.epochs.back().seconds}};
+  j["epoch_seconds_projected"] = r.steps_run > 0
+                                     ? json(r.seconds / static_cast<double>(r.steps_run) *
+                                            static_cast<double>(r.batches_per_epoch))
+                                     : json(nullptr);
+  j["data_wait_share"] = r.data_wait_share;
+  j["cpu_cores_busy"] = r.cpu_cores_busy;
+  j["gpu_busy_percent"] = or_null(r.gpu_busy_percent);
+  j["pipeline"] = r.pipeline_tuning;
+  j["gpu_decode"] = r.gpu_decode;
+  j["stopped"] = r.stopped;
+  return detail::write_file_atomic(path,
+                                   j.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+}
 
 // Training defaults differ from bench's where a trainer needs them to: a
 // smaller batch, and samples that fail to decode are skipped with a warning.
@@ -231,6 +277,12 @@ const std::map<std::string, std::string>& train_defaults() {
 }
 
 int run_train(TrainCli& c, char** argv) {
+  if (c.ablation || !c.raw.empty() || !c.json_file.empty() || !c.report_file.empty()) {
+    return report("train", invalid_argument_error(
+                               "--ablation, --raw, --json and --report are the ladder's: run "
+                               "`sluice train DATA --ablation ...`, which starts sluice-train "
+                               "once per rung"));
+  }
   int ranks = std::max(c.gpus, c.procs);
   if (c.gpus > 0 && c.procs > 0) {
     return report("train", invalid_argument_error("give --gpus or --procs, not both"));
@@ -250,6 +302,10 @@ int run_train(TrainCli& c, char** argv) {
   }
   if (c.pad) c.o.pipeline.drop_last = false;
   c.o.val_sources = c.val;
+  c.o.validate = !c.no_val;
+  if (c.no_val && !c.val.empty()) {
+    return report("train", invalid_argument_error("give --val or --no-val, not both"));
+  }
   auto amp = parse_amp(c.amp);
   if (!amp.ok()) return report("train", amp.status());
   c.o.amp = *amp;
@@ -269,6 +325,9 @@ int run_train(TrainCli& c, char** argv) {
     if (!r->event_file.empty())
       std::printf("TensorBoard: tensorboard --logdir %s\n", c.o.logdir.c_str());
     if (!r->checkpoint.empty()) std::printf("checkpoint: %s\n", r->checkpoint.c_str());
+  }
+  if (leader && !c.summary_file.empty()) {
+    if (Status s = write_summary(c.summary_file, c, *r); !s.ok()) return report("train", s);
   }
   if (g_stop.load()) return kExitInterrupted;
   return kExitOk;
@@ -351,6 +410,10 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--gpus", t->gpus, "Start one rank per GPU on this machine (NCCL)");
   train_cmd->add_option("--procs", t->procs, "Start N ranks on this machine (Gloo on CPUs)");
   train_cmd->add_option("--val", t->val, "Held-out data (default: the dataset's val split)");
+  train_cmd->add_flag("--no-val", t->no_val, "No held-out data, not even the dataset's val split");
+  train_cmd->add_option("--summary", t->summary_file,
+                        "Write the run's figures as JSON at the end: images/s, epoch time, data "
+                        "wait share, CPU cores and GPU busy (rank 0; what --ablation reads)");
   train_cmd->add_option("--logdir", o.logdir, "TensorBoard scalars here (rank 0)");
   train_cmd->add_option("--checkpoint-dir", o.checkpoint_dir,
                         "Write last.pt here every epoch (rank 0)");
@@ -382,6 +445,20 @@ int main(int argc, char** argv) {
                       "Train on one random batch made on the device (the compute-only ceiling)");
   train_cmd->add_flag("--pad", t->pad, "Keep the last partial batch (pad the epoch)");
   train_cmd->add_flag("-q,--quiet", o.quiet, "Only errors");
+  CLI::Option_group* ladder = train_cmd->add_option_group(
+      "Ablation ladder",
+      "`sluice train DATA --ablation`: the ladder of the original team, one fresh process per "
+      "rung, each for --epochs (default 1) or --max-steps: (1) raw image files, one worker, no "
+      "prefetch, fp32; (2) shards, parallel decode, prefetch; (3) + bf16; (4) + every local GPU; "
+      "(5) + GPU decode. Prints epoch time, images/s, speed-up, GPU busy, CPU busy and data wait "
+      "per rung; rungs this machine cannot run are skipped with the reason. Other options pass "
+      "through to every rung; --amp, --workers, --prefetch, --procs, --gpu-decode and "
+      "--gpu-augment are the ladder's");
+  ladder->add_flag("--ablation", t->ablation, "Run the ladder");
+  ladder->add_option("--raw", t->raw,
+                     "Image folder for rung 1 (default: dataset.json's source for the split)");
+  ladder->add_option("--json", t->json_file, "Write the rows, with each rung's summary, as JSON");
+  ladder->add_option("--report", t->report_file, "Write the ladder as a self-contained HTML page");
   train_cmd->callback([t, &exit_code, argv] { exit_code = run_train(*t, argv); });
 
   auto e = std::make_shared<ExtractCli>();

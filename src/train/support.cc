@@ -174,6 +174,7 @@ torch::Tensor batch_labels(const Batch& batch, const torch::Device& device) {
 
 Result<std::unique_ptr<Pipeline>> open_val_pipeline(const TrainOptions& o,
                                                     const PipelineOptions& train_options) {
+  if (!o.validate) return std::unique_ptr<Pipeline>();
   PipelineOptions v = train_options;
   v.augment = AugmentMode::kEval;
   v.order = Order::kNone;

@@ -171,12 +171,27 @@ class Trainer {
   Status resume();
   Result<bool> train_epoch(int epoch);  // false: stopped
   Status validate(EpochSummary* e);
+  Status run_validation(EpochSummary* e);
   void write_status(bool done);
+  void sample_gpu();
+  void finish_run_figures();
   void sync_buffers();
   Status init_from(int classes, int image_size);
   Status checkpoint(int epoch, uint64_t batches_done);
+  Status write_checkpoint(int epoch, uint64_t batches_done);
   json meta(int epoch, uint64_t batches_done) const;
   bool leader() const { return comm_->rank() == 0; }
+  // Runs f (validation, a checkpoint) with its time kept out of the run's figures.
+  template <typename F>
+  Status aside(F f) {
+    auto t0 = Clock::now();
+    auto cpu0 = sample_process();
+    Status s = f();
+    auto cpu1 = sample_process();
+    run_aside_ += seconds_since(t0);
+    if (cpu0.ok() && cpu1.ok()) run_cpu_aside_ += cpu1->cpu_seconds - cpu0->cpu_seconds;
+    return s;
+  }
   void log_scalar(const std::string& tag, double v, int64_t step) {
     if (tb_) (void)tb_->add_scalar(tag, static_cast<float>(v), step, wall_time());
   }
@@ -205,6 +220,15 @@ class Trainer {
   torch::Tensor synthetic_x_, synthetic_y_;
   double gpu_sum_ = 0;  // GPU utilisation samples this epoch (NVML)
   int gpu_samples_ = 0;
+  // The run's figures (TrainSummary): from the first step on, every rank
+  // samples its own GPU; rank 0's wait and step times.
+  Clock::time_point loop_start_, gpu_last_;
+  double loop_cpu0_ = 0;
+  int64_t loop_step0_ = 0;
+  double run_wait_ = 0, run_busy_ = 0;
+  // Wall and CPU seconds in validation and checkpoints: not the run's figures.
+  double run_aside_ = 0, run_cpu_aside_ = 0;
+  double run_gpu_sum_ = 0, run_gpu_samples_ = 0;
   Clock::time_point run_start_ = Clock::now(), last_status_{};
   Result<ProcessSample> cpu_at_start_ = sample_process();
   double status_images_ = 0;  // images seen at the last status write
@@ -338,6 +362,10 @@ json Trainer::meta(int epoch, uint64_t batches_done) const {
 
 Status Trainer::checkpoint(int epoch, uint64_t batches_done) {
   if (o_.checkpoint_dir.empty()) return Status();
+  return aside([&] { return write_checkpoint(epoch, batches_done); });
+}
+
+Status Trainer::write_checkpoint(int epoch, uint64_t batches_done) {
   sync_buffers();  // every rank calls this at the same step
   if (!leader()) return Status();
   std::string path = (std::filesystem::path(o_.checkpoint_dir) / "last.pt").string();
@@ -502,6 +530,9 @@ Result<bool> Trainer::train_epoch(int epoch) {
     running_.add(reduced);
     running_.wait += waited;
     running_.busy += busy;
+    run_wait_ += waited;
+    run_busy_ += busy;
+    sample_gpu();
     interval.add(reduced);
     interval.wait += waited;
     interval.busy += busy;
@@ -680,6 +711,10 @@ void Trainer::sync_buffers() {
 }
 
 Status Trainer::validate(EpochSummary* e) {
+  return aside([&] { return run_validation(e); });
+}
+
+Status Trainer::run_validation(EpochSummary* e) {
   sync_buffers();
   if (!val_) return Status();
   torch::NoGradGuard no_grad;
@@ -773,13 +808,64 @@ void Trainer::write_status(bool done) {
   status_images_ = images;
 }
 
+// NVML's figure covers its last sample period (up to a second), so a
+// sample every half second sees the whole run; the first comes half a
+// second in, not from the idle GPU of setup.
+void Trainer::sample_gpu() {
+  if (!device_.is_cuda() || training::gpu_monitor() == nullptr) return;
+  auto now = Clock::now();
+  if (now - gpu_last_ < std::chrono::milliseconds(500)) return;
+  gpu_last_ = now;
+  std::vector<GpuSample> s = training::gpu_monitor()->sample();
+  // NVML's numbering, as in log_gpu_scalars.
+  auto i = static_cast<size_t>(device_.index());
+  if (i < s.size() && s[i].utilization >= 0) {
+    run_gpu_sum_ += s[i].utilization;
+    run_gpu_samples_ += 1;
+  }
+}
+
+// Every rank calls this at the same point: CPU time and GPU samples are
+// summed over ranks, a collective like the epoch's validation.
+void Trainer::finish_run_figures() {
+  TrainSummary& r = summary_;
+  r.steps_run = step_ - loop_step0_;
+  r.seconds = std::max(0.0, seconds_since(loop_start_) - run_aside_);
+  r.images = total_images_;
+  r.data_wait_share = run_wait_ / std::max(1e-9, run_busy_);
+  auto cpu = sample_process();
+  double cpu_seconds = cpu.ok() ? cpu->cpu_seconds - loop_cpu0_ - run_cpu_aside_ : 0;
+  double gpu_sum = run_gpu_sum_, gpu_samples = run_gpu_samples_;
+  if (comm_->distributed()) {
+    torch::Tensor t = torch::tensor({cpu_seconds, gpu_sum, gpu_samples}, torch::kDouble);
+    t = t.to(device_);
+    comm_->all_reduce_sum(t);
+    t = t.cpu();
+    cpu_seconds = t[0].item<double>();
+    gpu_sum = t[1].item<double>();
+    gpu_samples = t[2].item<double>();
+  }
+  r.cpu_cores_busy = cpu_seconds / std::max(1e-9, r.seconds);
+  r.gpu_busy_percent = gpu_samples > 0 ? gpu_sum / gpu_samples : -1;
+  r.world_size = comm_->world_size();
+  r.device = device_.str();
+  r.batches_per_epoch = pipe_->batches_per_epoch();
+  PipelineStats st = pipe_->stats();
+  r.pipeline_tuning = st.tuning;
+  r.gpu_decode = st.gpu_decode;
+}
+
 Result<TrainSummary> Trainer::run() {
   SLUICE_RETURN_IF_ERROR(setup());
+  loop_start_ = gpu_last_ = Clock::now();
+  if (auto cpu = sample_process(); cpu.ok()) loop_cpu0_ = cpu->cpu_seconds;
+  loop_step0_ = step_;
   for (int epoch = start_epoch_; epoch < o_.epochs; ++epoch) {
     SLUICE_ASSIGN_OR_RETURN(bool go_on, train_epoch(epoch));
     if (!go_on) break;
   }
   summary_.steps = step_;
+  finish_run_figures();
   write_status(/*done=*/true);
   if (tb_) SLUICE_RETURN_IF_ERROR(tb_->close());
   return summary_;

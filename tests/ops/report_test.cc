@@ -231,6 +231,50 @@ TEST(ReportTest, MissingMachineAndBadDocuments) {
   EXPECT_EQ(render_report_html(in).status().message(), "doctor JSON: not a JSON object");
 }
 
+// `sluice train --ablation`: no bench run, a ladder with training figures.
+TEST(ReportTest, TrainingLadderAlone) {
+  ReportInput in;
+  in.title = "sluice train ablation";
+  in.data = "shards";
+  in.doctor_json = doctor_report().dump();
+  in.ablation_note = "1 epoch per rung <on cpu>";
+  AblationRow raw{"1 raw <files>", 100, 0.9, ""};
+  raw.epoch_seconds = 12.34;
+  raw.data_wait_share = 0.42;
+  raw.cpu_busy_percent = 45;
+  raw.note = "image folder <x>";
+  AblationRow shards{"2 shards", 250, 1.8, ""};
+  shards.epoch_seconds = 4.9;
+  shards.epoch_projected = true;
+  shards.data_wait_share = 0.05;
+  shards.cpu_busy_percent = 90;
+  shards.gpu_busy_percent = 71.6;
+  AblationRow gpus{"4 + all local GPUs", 0, 0, "one GPU"};
+  in.ablation = {raw, shards, gpus};
+  std::string page = render(in);
+  EXPECT_TRUE(has(page, "<title>sluice train ablation: shards</title>"));
+  EXPECT_TRUE(has(page, "<p class=\"note\">1 epoch per rung &lt;on cpu&gt;</p>"));
+  EXPECT_TRUE(has(page, "<th class=\"num\">GPU busy</th>"));
+  EXPECT_TRUE(has(page,
+                  "<tr><td>1 raw &lt;files&gt;<div class=\"note\">image folder &lt;x&gt;</div></td>"
+                  "<td class=\"num\">12.3 s</td><td class=\"num\">100</td><td "
+                  "class=\"num\">1.00x</td><td class=\"num\">n/a</td><td class=\"num\">45 % "
+                  "(0.90 cores)</td><td class=\"num\">42 %</td>"));
+  EXPECT_TRUE(has(page,
+                  "<td class=\"num\">~4.9 s</td><td class=\"num\">250</td><td "
+                  "class=\"num\">2.50x</td><td class=\"num\">72 %</td>"));
+  EXPECT_TRUE(has(page,
+                  "<tr class=\"skipped\"><td>4 + all local GPUs</td><td class=\"num\">&ndash;</td>"
+                  "<td colspan=\"6\">one GPU</td></tr>"));
+  EXPECT_TRUE(has(page, "<section id=\"machine\""));
+  for (const char* id : {"verdict", "summary", "throughput", "time", "cpu", "gpu", "queue"})
+    EXPECT_FALSE(has(page, std::string("<section id=\"") + id + "\"")) << id;
+  EXPECT_TRUE(has(page, "setAttribute('data-ready','1')"));
+  in.ablation.clear();
+  EXPECT_EQ(render_report_html(in).status().message(),
+            "report: neither a bench run nor ablation rows");
+}
+
 TEST(ReportSeriesTest, MergeAddsAndWeighs) {
   ReportSample a = sample(0.5, 100, 1.0), b = sample(2.0, 300, 4.0);
   b.interval_seconds = 1.5;
