@@ -14,7 +14,7 @@
 # Then it times the pipeline alone on ~1,000 generated JPEGs, CPU path
 # against the GPU path by tier (bench-*.json, bench.txt), and training
 # (bench/gpu/train_resnet50.sh, same build) when PyTorch is there.
-# Env: STEPS (training steps, default 50), PYTHON.
+# Env: STEPS (training steps, default 50), LADDER_STEPS (per rung, 60), PYTHON.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out="${1:-${OUT:-build/gpu-check}}"
@@ -62,4 +62,9 @@ done
 
 if [ -n "$prefix" ]; then
   BUILD_DIR="$build" STEPS="${STEPS:-50}" bench/gpu/train_resnet50.sh "$out/train"
+  # The original team's ladder, one command (rung 1 reads the generated
+  # image folder that dataset.json names).
+  "$build/src/cli/sluice" train "$data/shards" --ablation --model resnet50 --batch 256 \
+    --size 224 --max-steps "${LADDER_STEPS:-60}" --device cuda --report "$out/ladder.html" \
+    --json "$out/ladder.json" 2>&1 | tee "$out/ladder.txt" || true
 fi
