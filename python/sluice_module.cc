@@ -164,7 +164,10 @@ py::capsule to_dlpack(py::object self, py::object stream) {
     if (s != -1) {
       void* cuda_stream = s == 1 ? nullptr : reinterpret_cast<void*>(static_cast<intptr_t>(s));
       if (Status st = b.batch().wait_on(cuda_stream); !st.ok()) raise(st);
-      b.set_consumer_stream(cuda_stream);
+      // The per-thread default stream (2) names another stream on the
+      // thread that may release the batch: release on the legacy stream,
+      // which waits for every thread's default stream.
+      b.set_consumer_stream(s == 2 ? nullptr : cuda_stream);
     }
   }
   auto* ctx = new DLContext();

@@ -1,5 +1,6 @@
 #include "device/cuda_runtime.h"
 
+#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <charconv>
@@ -10,16 +11,9 @@
 namespace sluice::device {
 namespace {
 
-Result<CudaRuntime> load() {
-  std::string which;
-  void* h = detail::open_first(detail::cudart_candidates(), &which);
-  if (!h) {
-    std::string tried;
-    for (const std::string& c : detail::cudart_candidates())
-      tried += (tried.empty() ? "" : ", ") + c;
-    return unavailable_error(
-        fmt::format("no CUDA runtime loads (tried {}; set SLUICE_CUDART_LIBRARY)", tried));
-  }
+// Binds one loaded library; kUnavailable with the reason where it is not a
+// usable runtime (entry points missing, no device, a driver too old).
+Result<CudaRuntime> bind_runtime(void* h, const std::string& which) {
   CudaRuntime r;
   r.library = which;
   bool complete = true;
@@ -30,6 +24,7 @@ Result<CudaRuntime> load() {
   int (*runtime_version)(int*) = nullptr;
   bind(runtime_version, "cudaRuntimeGetVersion");
   bind(r.GetDeviceCount, "cudaGetDeviceCount");
+  bind(r.GetDevice, "cudaGetDevice");
   bind(r.SetDevice, "cudaSetDevice");
   bind(r.Malloc, "cudaMalloc");
   bind(r.Free, "cudaFree");
@@ -50,19 +45,39 @@ Result<CudaRuntime> load() {
   bind(r.MemGetInfo, "cudaMemGetInfo");
   bind(r.GetLastError, "cudaGetLastError");
   bind(r.GetErrorString, "cudaGetErrorString");
-  if (!complete) {
-    return unavailable_error(which + " lacks CUDA runtime entry points sluice uses");
-  }
+  if (!complete) return unavailable_error(which + " lacks CUDA runtime entry points sluice uses");
   if (runtime_version(&r.version) != cudaSuccess) {
     return unavailable_error(which + ": cudaRuntimeGetVersion failed");
   }
-  // The runtime stays loaded for the life of the process.
   cudaError_t e = r.GetDeviceCount(&r.devices);
   if (e != cudaSuccess || r.devices <= 0) {
+    r.GetLastError();
     return unavailable_error(fmt::format("{}: no CUDA device is visible ({})", which,
                                          e != cudaSuccess ? r.GetErrorString(e) : "0 devices"));
   }
   return r;
+}
+
+// The first runtime that sees a device. A runtime already in the process
+// (PyTorch's, say) comes first, so the process keeps one; then the search
+// list in order, going on past one the driver is too old for.
+Result<CudaRuntime> load() {
+  const std::vector<std::string> candidates = detail::cudart_candidates();
+  std::string why;
+  for (int flags : {RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD, RTLD_NOW | RTLD_LOCAL}) {
+    for (const std::string& c : candidates) {
+      void* h = ::dlopen(c.c_str(), flags);
+      if (!h) continue;
+      auto r = bind_runtime(h, c);
+      if (r.ok()) return r;  // stays loaded for the life of the process
+      why += (why.empty() ? "" : "; ") + std::string(r.status().message());
+    }
+  }
+  if (!why.empty()) return unavailable_error(why);
+  std::string tried;
+  for (const std::string& c : candidates) tried += (tried.empty() ? "" : ", ") + c;
+  return unavailable_error(
+      fmt::format("no CUDA runtime loads (tried {}; set SLUICE_CUDART_LIBRARY)", tried));
 }
 
 }  // namespace
@@ -86,6 +101,15 @@ Status CudaRuntime::use_device(int device) const {
                                               device, devices, devices == 1 ? "" : "s"));
   }
   return check(SetDevice(device), fmt::format("cudaSetDevice({})", device));
+}
+
+DeviceGuard::DeviceGuard(const CudaRuntime& cuda, int device) : cuda_(cuda) {
+  if (cuda.GetDevice(&previous_) != cudaSuccess) previous_ = -1;
+  status_ = previous_ == device ? Status() : cuda.use_device(device);
+}
+
+DeviceGuard::~DeviceGuard() {
+  if (previous_ >= 0) cuda_.SetDevice(previous_);
 }
 
 Result<int> parse_device(std::string_view name) {

@@ -38,6 +38,7 @@ struct CudaRuntime {
   int devices = 0;      // visible devices
 
   cudaError_t (*GetDeviceCount)(int*) = nullptr;
+  cudaError_t (*GetDevice)(int*) = nullptr;
   cudaError_t (*SetDevice)(int) = nullptr;
   cudaError_t (*Malloc)(void**, size_t) = nullptr;
   cudaError_t (*Free)(void*) = nullptr;
@@ -67,6 +68,23 @@ struct CudaRuntime {
   Status check(cudaError_t e, std::string_view what) const;
   // Makes `device` current on the calling thread.
   Status use_device(int device) const;
+};
+
+// Makes `device` current for a scope and restores the caller's device after:
+// for calls made on the consumer's threads (Python, LibTorch), whose
+// current device is theirs, not the pipeline's.
+class DeviceGuard {
+ public:
+  DeviceGuard(const CudaRuntime& cuda, int device);
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+  const Status& status() const { return status_; }
+
+ private:
+  const CudaRuntime& cuda_;
+  int previous_ = -1;
+  Status status_;
 };
 
 // "cpu" -> -1, "cuda" -> 0, "cuda:N" -> N (kInvalidArgument otherwise).

@@ -48,8 +48,13 @@ struct GpuJpegDecoder::State {
   double share = 0;
 
   nvjpegHandle_t handle = nullptr;  // the CUDA backends
-  nvjpegJpegStream_t stream_g = nullptr;
-  nvjpegDecodeParams_t params_g = nullptr;
+  // Two parsed streams and parameter sets, alternating per image, as
+  // NVIDIA's sample, DALI and torchvision use the decoupled API: image k+2
+  // reuses k's only after k's upload (streams_g_free) has run.
+  nvjpegJpegStream_t streams_g[2] = {};
+  nvjpegDecodeParams_t params_g[2] = {};
+  cudaEvent_t streams_g_free[2] = {};
+  int stream_g_next = 0;
   CudaPath small, large;  // HYBRID (CPU Huffman), GPU_HYBRID
   bool large_ok = false;
 
@@ -96,7 +101,7 @@ struct GpuJpegDecoder::State {
   bool run_engine_batch(std::span<const GpuJpegJob> jobs, std::span<const size_t> idx,
                         cudaStream_t stream, std::vector<GpuJpegResult>* out);
   Status run_cuda_one(const GpuJpegJob& job, const Plan& plan, GpuJpegResult* r);
-  void harvest_timing();
+  void harvest_timing(bool next_call);
 };
 
 namespace detail {
@@ -132,9 +137,13 @@ GpuJpegDecoder::State::~State() {
   if (g_stream) cuda->StreamSynchronize(g_stream);
   if (nv) {
     for (nvjpegDecodeParams_t p : params_hw) nv->DecodeParamsDestroy(p);
-    if (params_g) nv->DecodeParamsDestroy(params_g);
+    for (nvjpegDecodeParams_t p : params_g) {
+      if (p) nv->DecodeParamsDestroy(p);
+    }
     if (stream_hw) nv->JpegStreamDestroy(stream_hw);
-    if (stream_g) nv->JpegStreamDestroy(stream_g);
+    for (nvjpegJpegStream_t j : streams_g) {
+      if (j) nv->JpegStreamDestroy(j);
+    }
     if (hw_state) nv->JpegStateDestroy(hw_state);
     for (CudaPath* p : {&small, &large}) {
       for (cudaEvent_t e : p->uploaded) {
@@ -154,7 +163,8 @@ GpuJpegDecoder::State::~State() {
     if (handle) nv->Destroy(handle);
   }
   if (arena) cuda->Free(arena);
-  for (cudaEvent_t e : {ready, h_failed, g_done, h_batch_done, h_begin, h_end, g_begin, g_end}) {
+  for (cudaEvent_t e : {ready, h_failed, g_done, h_batch_done, h_begin, h_end, g_begin, g_end,
+                        streams_g_free[0], streams_g_free[1]}) {
     if (e) cuda->EventDestroy(e);
   }
   if (g_stream) cuda->StreamDestroy(g_stream);
@@ -202,7 +212,8 @@ Status GpuJpegDecoder::State::init() {
   SLUICE_RETURN_IF_ERROR(cuda->use_device(device));
   SLUICE_RETURN_IF_ERROR(cuda->check(cuda->StreamCreateWithFlags(&g_stream, cudaStreamNonBlocking),
                                      "cudaStreamCreate"));
-  for (cudaEvent_t* e : {&ready, &h_failed, &g_done, &h_batch_done}) {
+  for (cudaEvent_t* e :
+       {&ready, &h_failed, &g_done, &h_batch_done, &streams_g_free[0], &streams_g_free[1]}) {
     SLUICE_RETURN_IF_ERROR(
         cuda->check(cuda->EventCreateWithFlags(e, cudaEventDisableTiming), "cudaEventCreate"));
   }
@@ -213,10 +224,12 @@ Status GpuJpegDecoder::State::init() {
   if (!nv) return Status();
   SLUICE_RETURN_IF_ERROR(nv->check(
       nv->CreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, 0, &handle), "nvjpegCreateEx"));
-  SLUICE_RETURN_IF_ERROR(
-      nv->check(nv->JpegStreamCreate(handle, &stream_g), "nvjpegJpegStreamCreate"));
-  SLUICE_RETURN_IF_ERROR(
-      nv->check(nv->DecodeParamsCreate(handle, &params_g), "nvjpegDecodeParamsCreate"));
+  for (int j = 0; j < 2; ++j) {
+    SLUICE_RETURN_IF_ERROR(
+        nv->check(nv->JpegStreamCreate(handle, &streams_g[j]), "nvjpegJpegStreamCreate"));
+    SLUICE_RETURN_IF_ERROR(
+        nv->check(nv->DecodeParamsCreate(handle, &params_g[j]), "nvjpegDecodeParamsCreate"));
+  }
   SLUICE_RETURN_IF_ERROR(init_cuda_path(NVJPEG_BACKEND_HYBRID, &small));
   // GPU Huffman is an optimisation: without it large images take the
   // CPU-Huffman decoder too.
@@ -379,14 +392,20 @@ Status GpuJpegDecoder::State::run_cuda_one(const GpuJpegJob& job, const Plan& pl
   const bool roi = use_roi_g();
   *r = place(job, plan, JpegTier::kCuda, roi);
   const auto* data = reinterpret_cast<const unsigned char*>(job.bytes.data());
+  const int j = stream_g_next;
+  stream_g_next ^= 1;
+  SLUICE_RETURN_IF_ERROR(
+      cuda->check(cuda->EventSynchronize(streams_g_free[j]), "cudaEventSynchronize"));
+  nvjpegJpegStream_t stream_g = streams_g[j];
+  nvjpegDecodeParams_t params = params_g[j];
   SLUICE_RETURN_IF_ERROR(
       nv->check(nv->JpegStreamParse(handle, data, job.bytes.size(), 0, 0, stream_g),
                 "nvjpegJpegStreamParse"));
-  set_params(params_g, job.crop, roi);
+  set_params(params, job.crop, roi);
   CudaPath* p = &small;
   if (large_ok && static_cast<int64_t>(r->width) * r->height >= options.gpu_huffman_min_pixels) {
     int verdict = -1;
-    if (nv->DecoderJpegSupported(large.decoder, stream_g, params_g, &verdict) ==
+    if (nv->DecoderJpegSupported(large.decoder, stream_g, params, &verdict) ==
             NVJPEG_STATUS_SUCCESS &&
         verdict == 0) {
       p = &large;
@@ -399,14 +418,15 @@ Status GpuJpegDecoder::State::run_cuda_one(const GpuJpegJob& job, const Plan& pl
       cuda->check(cuda->EventSynchronize(p->uploaded[b]), "cudaEventSynchronize"));
   SLUICE_RETURN_IF_ERROR(nv->check(nv->StateAttachPinnedBuffer(p->state, p->pinned[b]),
                                    "nvjpegStateAttachPinnedBuffer"));
-  SLUICE_RETURN_IF_ERROR(
-      nv->check(nv->DecodeJpegHost(handle, p->decoder, p->state, params_g, stream_g),
-                "nvjpegDecodeJpegHost"));
+  SLUICE_RETURN_IF_ERROR(nv->check(
+      nv->DecodeJpegHost(handle, p->decoder, p->state, params, stream_g), "nvjpegDecodeJpegHost"));
   SLUICE_RETURN_IF_ERROR(
       nv->check(nv->DecodeJpegTransferToDevice(handle, p->decoder, p->state, stream_g, g_stream),
                 "nvjpegDecodeJpegTransferToDevice"));
   SLUICE_RETURN_IF_ERROR(
       cuda->check(cuda->EventRecord(p->uploaded[b], g_stream), "cudaEventRecord"));
+  SLUICE_RETURN_IF_ERROR(
+      cuda->check(cuda->EventRecord(streams_g_free[j], g_stream), "cudaEventRecord"));
   nvjpegImage_t img{};
   img.channel[0] = const_cast<uint8_t*>(r->pixels);
   img.pitch[0] = r->pitch;
@@ -416,7 +436,14 @@ Status GpuJpegDecoder::State::run_cuda_one(const GpuJpegJob& job, const Plan& pl
 
 // The previous call's device times, if its events have completed; a call
 // still running is skipped rather than waited for.
-void GpuJpegDecoder::State::harvest_timing() {
+void GpuJpegDecoder::State::harvest_timing(bool next_call) {
+  // Before the next call records over the events: with adaptive tuning,
+  // wait for the last call's timing (the share needs both paths' times);
+  // otherwise take what has completed.
+  if (next_call && options.adaptive) {
+    if (pending_h > 0) cuda->EventSynchronize(h_end);
+    if (pending_g > 0) cuda->EventSynchronize(g_end);
+  }
   double h_ms = 0, g_ms = 0;
   float ms = 0;
   const bool h_ok = pending_h > 0 && cuda->EventQuery(h_end) == cudaSuccess &&
@@ -440,7 +467,10 @@ void GpuJpegDecoder::State::harvest_timing() {
     share = detail::adapt_share(share, h_ms / pending_h, g_ms / pending_g,
                                 median > 0 ? p99 / median : 1.0);
   }
-  pending_h = pending_g = 0;
+  // A path whose time was read is done; with the next call, whatever was
+  // not read is given up (its events are recorded again).
+  if (h_ok || next_call) pending_h = 0;
+  if (g_ok || next_call) pending_g = 0;
 }
 
 GpuJpegDecoder::GpuJpegDecoder(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -492,7 +522,7 @@ JpegTier GpuJpegDecoder::planned_tier(const GpuJpegJob& job) {
 
 GpuJpegStats GpuJpegDecoder::stats() {
   State& s = *state_;
-  s.harvest_timing();
+  s.harvest_timing(false);
   GpuJpegStats out = s.stats;
   out.hardware_share = s.share;
   out.nvjpeg_available = s.nv != nullptr;
@@ -508,7 +538,7 @@ Status GpuJpegDecoder::decode(std::span<const GpuJpegJob> jobs, cudaStream_t str
   State& s = *state_;
   out->assign(jobs.size(), GpuJpegResult{});
   SLUICE_RETURN_IF_ERROR(s.cuda->use_device(s.device));
-  s.harvest_timing();
+  s.harvest_timing(true);
   const auto t0 = Clock::now();
 
   // 1. Tiers and arena slots.

@@ -81,7 +81,9 @@ enum class JpegTier : uint8_t { kHardware, kCuda, kCpu };
 std::string_view jpeg_tier_name(JpegTier tier);  // "hardware", "cuda", "cpu"
 
 struct GpuJpegJob {
-  std::string_view bytes;  // the encoded file; valid until decode() returns
+  // The encoded file: valid until `stream` has run this decode() call's
+  // work (the engine may read it asynchronously, as DALI assumes).
+  std::string_view bytes;
   CropWindow crop;         // full-resolution pixels; must lie inside the image
   uint64_t sample_id = 0;  // keys the engine share (not the order in the batch)
 };

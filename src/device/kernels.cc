@@ -15,10 +15,22 @@ namespace {
 Result<Kernels> load() {
   std::vector<std::string> candidates = kernels_candidates();
   std::string which;
-  void* h = detail::open_first(candidates, &which);
+  void* h = nullptr;
+  std::string tried;
+  for (const std::string& c : candidates) {
+    h = ::dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (h) {
+      which = c;
+      break;
+    }
+    // A library that is there but does not load (its CUDA runtime missing,
+    // say) is named with the loader's reason.
+    const char* err = ::dlerror();
+    std::error_code ec;
+    bool exists = c.find('/') != std::string::npos && std::filesystem::exists(c, ec);
+    tried += (tried.empty() ? "" : ", ") + c + (exists && err ? std::string(" (") + err + ")" : "");
+  }
   if (!h) {
-    std::string tried;
-    for (const std::string& c : candidates) tried += (tried.empty() ? "" : ", ") + c;
     return unavailable_error(fmt::format(
         "sluice's GPU kernels are not there (tried {}): this sluice was built without CUDA, "
         "or set SLUICE_KERNELS_LIBRARY",

@@ -37,7 +37,8 @@ Result<std::unique_ptr<DeviceSlots>> DeviceSlots::create(const Config& config) {
   if (config.kernel) {
     SLUICE_ASSIGN_OR_RETURN(d->kernels_, device::Kernels::get());
   }
-  SLUICE_RETURN_IF_ERROR(cuda->use_device(config.device));
+  device::DeviceGuard guard(*cuda, config.device);  // the caller's device comes back
+  SLUICE_RETURN_IF_ERROR(guard.status());
   const size_t bs = static_cast<size_t>(config.batch_size);
   d->output_bytes_ = std::max<size_t>(1, bs * sample_bytes(config.spec));
   measure(config, &d->host_bytes_, &d->device_bytes_);
@@ -81,7 +82,7 @@ Result<std::unique_ptr<DeviceSlots>> DeviceSlots::create(const Config& config) {
 
 DeviceSlots::~DeviceSlots() {
   if (!cuda_) return;
-  (void)cuda_->use_device(config_.device);
+  device::DeviceGuard guard(*cuda_, config_.device);
   if (stream_) cuda_->StreamSynchronize(stream_);
   if (slots_) {
     for (int s = 0; s < config_.slots; ++s) {
@@ -107,7 +108,8 @@ size_t DeviceSlots::reserve(int s, size_t bytes) {
 }
 
 Status DeviceSlots::synchronize() const {
-  SLUICE_RETURN_IF_ERROR(cuda_->use_device(config_.device));
+  device::DeviceGuard guard(*cuda_, config_.device);
+  SLUICE_RETURN_IF_ERROR(guard.status());
   return cuda_->check(cuda_->StreamSynchronize(stream_), "cudaStreamSynchronize");
 }
 
@@ -164,7 +166,8 @@ Status DeviceSlots::stage(int s, size_t bytes, std::vector<SampleJob>* jobs,
 
 Status DeviceSlots::copy_to_host(int s, void* dst, size_t bytes) const {
   const device::CudaRuntime& c = *cuda_;
-  SLUICE_RETURN_IF_ERROR(c.use_device(config_.device));
+  device::DeviceGuard guard(c, config_.device);
+  SLUICE_RETURN_IF_ERROR(guard.status());
   SLUICE_RETURN_IF_ERROR(c.check(c.EventSynchronize(slots_[s].ready), "waiting for a batch"));
   return c.check(c.Memcpy(dst, slots_[s].output, bytes, device::cudaMemcpyDeviceToHost),
                  "device-to-host copy of a batch");
@@ -172,7 +175,8 @@ Status DeviceSlots::copy_to_host(int s, void* dst, size_t bytes) const {
 
 Status DeviceSlots::wait_on(int s, void* stream) const {
   const device::CudaRuntime& c = *cuda_;
-  SLUICE_RETURN_IF_ERROR(c.use_device(config_.device));
+  device::DeviceGuard guard(c, config_.device);
+  SLUICE_RETURN_IF_ERROR(guard.status());
   return c.check(c.StreamWaitEvent(static_cast<device::cudaStream_t>(stream), slots_[s].ready, 0),
                  "cudaStreamWaitEvent on a batch");
 }
@@ -198,14 +202,16 @@ Status DeviceSlots::settle(Slot& slot) {
 Status DeviceSlots::release(int s, void* stream) {
   const device::CudaRuntime& c = *cuda_;
   Slot& slot = slots_[s];
-  SLUICE_RETURN_IF_ERROR(c.use_device(config_.device));
+  device::DeviceGuard guard(c, config_.device);
+  SLUICE_RETURN_IF_ERROR(guard.status());
   SLUICE_RETURN_IF_ERROR(c.check(
       c.EventRecord(slot.consumed, static_cast<device::cudaStream_t>(stream)), "cudaEventRecord"));
   return settle(slot);
 }
 
 Status DeviceSlots::reclaim(int s) {
-  SLUICE_RETURN_IF_ERROR(cuda_->use_device(config_.device));
+  device::DeviceGuard guard(*cuda_, config_.device);
+  SLUICE_RETURN_IF_ERROR(guard.status());
   return settle(slots_[s]);
 }
 

@@ -22,6 +22,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "device/jpeg_tiers.h"
@@ -425,9 +426,11 @@ struct Pipeline::Impl {
       if (gen == generation) {
         if (!r.ok() && fatal.ok()) fatal = r;
         slot.count = n;
-        slot.state = SlotState::kStaged;
         ++next_stage;
       }
+      // Staged even when a reset made it stale: its copy may still be
+      // queued, and reset() reclaims (waits for) staged slots only.
+      slot.state = SlotState::kStaged;
       consumer_cv.notify_all();
     }
   }
@@ -731,8 +734,11 @@ Pipeline::~Pipeline() {
   for (auto& t : impl_->threads) t.request_stop();
   impl_->threads.clear();
   // nvJPEG's arena is read by kernels still queued on the stream.
-  if (impl_->dev) (void)impl_->dev->synchronize();
-  impl_->jpeg.reset();
+  if (impl_->dev) {
+    (void)impl_->dev->synchronize();
+    device::DeviceGuard guard(impl_->dev->cuda(), impl_->dev->device());
+    impl_->jpeg.reset();
+  }
 }
 
 namespace {
@@ -827,8 +833,11 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(const PipelineOptions& option
   size_t device_slot = 0;
   uint64_t device_fit = UINT64_MAX;
   m.slot_bytes = bs * (m.sample_bytes + sizeof(int64_t) + sizeof(uint64_t) + 1);
+  std::optional<device::DeviceGuard> guard;  // the caller's device comes back
   if (options.device >= 0) {
     SLUICE_RETURN_IF_ERROR(check_device(options, &m.kernel));
+    guard.emplace(**device::CudaRuntime::get(), options.device);
+    SLUICE_RETURN_IF_ERROR(guard->status());
     m.arena_sample = arena_per_sample(options.sample);
     if (m.kernel) SLUICE_RETURN_IF_ERROR(open_gpu_decoder(options, &m.jpeg, &m.jpeg_note));
     // GPU decoding: an encoded file (at most half a share), its tables and,
@@ -1050,7 +1059,8 @@ PipelineStats Pipeline::stats() const {
   s.workers = impl_->workers;
   s.active_workers = impl_->active;
   s.prefetch = impl_->prefetch;
-  for (const Slot& slot : impl_->slots) s.ready_batches += slot.state == SlotState::kReady;
+  const SlotState ready = impl_->dev ? SlotState::kStaged : SlotState::kReady;
+  for (const Slot& slot : impl_->slots) s.ready_batches += slot.state == ready;
   s.slot_bytes = impl_->slot_bytes;
   s.tuning = impl_->tuning;
   if (impl_->dev) {

@@ -134,6 +134,10 @@ EXPORT int cudaGetDeviceCount(int* n) {
   *n = 1;
   return 0;
 }
+EXPORT int cudaGetDevice(int* d) {
+  *d = g_device;
+  return 0;
+}
 EXPORT int cudaSetDevice(int d) {
   if (d != 0) return 101;  // cudaErrorInvalidDevice
   g_device = d;
