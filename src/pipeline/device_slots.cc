@@ -100,10 +100,17 @@ DeviceSlots::~DeviceSlots() {
   if (stream_) cuda_->StreamDestroy(stream_);
 }
 
-size_t DeviceSlots::reserve(int s, size_t bytes) {
+size_t DeviceSlots::reserve(int s, size_t bytes, bool host_only) {
   bytes = aligned(bytes);
-  size_t at = slots_[s].arena_used.fetch_add(bytes);
-  if (at + bytes > host_bytes_) return SIZE_MAX;  // the arena stays "full" until reset
+  Slot& slot = slots_[s];
+  std::lock_guard lock(slot.arena_mu);
+  if (slot.arena_bottom + slot.arena_top + bytes > host_bytes_) return SIZE_MAX;
+  if (host_only) {
+    slot.arena_top += bytes;
+    return host_bytes_ - slot.arena_top;
+  }
+  size_t at = slot.arena_bottom;
+  slot.arena_bottom += bytes;
   return at;
 }
 
@@ -123,7 +130,11 @@ Status DeviceSlots::stage(int s, size_t bytes, std::vector<SampleJob>* jobs,
       c.check(c.StreamWaitEvent(stream_, slot.consumed, 0), "cudaStreamWaitEvent"));
   SLUICE_RETURN_IF_ERROR(c.check(c.EventRecord(slot.start, stream_), "cudaEventRecord"));
   const bool kernel = config_.kernel && jobs != nullptr;
-  size_t copy = kernel ? std::min(slot.arena_used.load(), host_bytes_) : bytes;
+  size_t copy = bytes;
+  if (kernel) {
+    std::lock_guard lock(slot.arena_mu);
+    copy = slot.arena_bottom;  // the top holds what only the host reads
+  }
   uint8_t* to = kernel ? slot.arena : slot.output;
   if (copy > 0) {
     SLUICE_RETURN_IF_ERROR(

@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "device/cuda_runtime.h"
@@ -54,10 +55,16 @@ class DeviceSlots {
   // Device bytes one slot holds.
   size_t device_bytes() const { return device_bytes_; }
   // Kernel mode: reserves `bytes` of slot s's arena (thread-safe); returns
-  // the offset, or SIZE_MAX when the arena is full.
-  size_t reserve(int s, size_t bytes);
+  // the offset, or SIZE_MAX when the arena is full. What the device reads
+  // (decoded windows, tables) grows from the bottom and is copied; what
+  // only the host reads (encoded files for nvJPEG, `host_only`) grows from
+  // the top and is not.
+  size_t reserve(int s, size_t bytes, bool host_only = false);
   // Starts a new batch in slot s (arena empty).
-  void reset_arena(int s) { slots_[s].arena_used.store(0); }
+  void reset_arena(int s) {
+    std::lock_guard lock(slots_[s].arena_mu);
+    slots_[s].arena_bottom = slots_[s].arena_top = 0;
+  }
 
   // Copy mode: copies the first `bytes` of host(s) to the device output.
   // Kernel mode: copies the used arena, then runs `jobs` (their pointer
@@ -105,7 +112,8 @@ class DeviceSlots {
     SampleJob* jobs = nullptr;       // device
     SampleJob* host_jobs = nullptr;  // pinned
     device::cudaEvent_t start = nullptr, copied = nullptr, ready = nullptr, consumed = nullptr;
-    std::atomic<size_t> arena_used{0};
+    std::mutex arena_mu;
+    size_t arena_bottom = 0, arena_top = 0;  // bytes used from each end
     bool timing_pending = false;
     size_t staged_bytes = 0;
     bool has_kernel = false;

@@ -627,7 +627,7 @@ struct Pipeline::Impl {
       // stager decodes the batch (a file too large for its share of the
       // arena is decoded here).
       if (jpeg && info.format == ImageFormat::kJpeg && raw.image.size() <= arena_sample / 2) {
-        size_t at = dev->reserve(slot, raw.image.size());
+        size_t at = dev->reserve(slot, raw.image.size(), /*host_only=*/true);
         if (at == SIZE_MAX) return internal_error("batch slot arena overflow");
         Slot& sl = slots[static_cast<size_t>(slot)];
         std::memcpy(sl.data + at, raw.image.data(), raw.image.size());
