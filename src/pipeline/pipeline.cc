@@ -462,6 +462,18 @@ struct Pipeline::Impl {
     return n;
   }
 
+  // Which JPEGs go to nvJPEG. The engine's share (a sample's place is a
+  // hash of its id, as the decoder decides it) and, outside it, images
+  // large enough for Huffman decoding on the GPU. The rest would take
+  // nvJPEG's CPU-Huffman path, one image at a time on the stager; the
+  // workers decode them faster, in parallel and at reduced DCT scale.
+  std::atomic<double> engine_share{0};  // the decoder's share now; 0 without an engine
+  int64_t gpu_huffman_min_pixels = device::GpuJpegOptions{}.gpu_huffman_min_pixels;
+  bool to_gpu(uint64_t id, const ImageInfo& info) const {
+    return device::detail::share_point(id) < engine_share.load(std::memory_order_relaxed) ||
+           static_cast<int64_t>(info.width) * info.height >= gpu_huffman_min_pixels;
+  }
+
   // The stager's half of GPU decoding: the batch's pending JPEGs through
   // nvJPEG's tiers on the pipeline's stream, then the resize tables for
   // what they decoded. A file the GPU does not decode (tier C) is decoded
@@ -489,6 +501,7 @@ struct Pipeline::Impl {
     Status d = jpeg->decode(gpu_jobs, dev->stream(), &gpu_results);
     {
       device::GpuJpegStats now = jpeg->stats();
+      engine_share = now.hardware_available ? now.hardware_share : 0.0;
       std::lock_guard lock(mu);
       jpeg_stats = std::move(now);
     }
@@ -626,7 +639,8 @@ struct Pipeline::Impl {
       // GPU decoding: the encoded file goes to the arena for nvJPEG; the
       // stager decodes the batch (a file too large for its share of the
       // arena is decoded here).
-      if (jpeg && info.format == ImageFormat::kJpeg && raw.image.size() <= arena_sample / 2) {
+      if (jpeg && info.format == ImageFormat::kJpeg && raw.image.size() <= arena_sample / 2 &&
+          to_gpu(id, info)) {
         size_t at = dev->reserve(slot, raw.image.size(), /*host_only=*/true);
         if (at == SIZE_MAX) return internal_error("batch slot arena overflow");
         Slot& sl = slots[static_cast<size_t>(slot)];
@@ -898,7 +912,11 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(const PipelineOptions& option
     }
     dc.slots = m.prefetch;
     SLUICE_ASSIGN_OR_RETURN(m.dev, detail::DeviceSlots::create(dc));
-    if (m.jpeg) m.jpeg_note = "nvJPEG " + m.jpeg->stats().nvjpeg_library;
+    if (m.jpeg) {
+      device::GpuJpegStats js = m.jpeg->stats();
+      m.jpeg_note = "nvJPEG " + js.nvjpeg_library;
+      m.engine_share = js.hardware_available ? js.hardware_share : 0.0;
+    }
   }
   m.slots.resize(static_cast<size_t>(m.prefetch));
   for (size_t i = 0; i < m.slots.size(); ++i) {

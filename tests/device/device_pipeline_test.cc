@@ -382,7 +382,7 @@ TEST_F(GpuDecodeTest, TiersDecodeWhatTheCpuDecodes) {
   Batches want = run(cpu, 1);
   PipelineOptions gpu = mixed();
   gpu.gpu_decode = Use::kOn;
-  gpu.hardware_share = 0.5;
+  gpu.hardware_share = 1;  // every JPEG offered to the engine; it refuses some
   auto p = Pipeline::create(gpu);
   ASSERT_TRUE(p.ok()) << p.status().to_string();
   Batches got;
@@ -397,10 +397,60 @@ TEST_F(GpuDecodeTest, TiersDecodeWhatTheCpuDecodes) {
   expect_close(got, want);
   PipelineStats s = (*p)->stats();
   EXPECT_NE(s.gpu_decode.find("nvJPEG"), std::string::npos) << s.gpu_decode;
-  EXPECT_GT(s.decoded_hardware, 0u);  // baseline files within the share
-  EXPECT_GT(s.decoded_cuda, 0u);      // the progressive file, and the rest of the share
-  EXPECT_GT(s.decoded_cpu, 0u);       // PNGs (and whatever nvJPEG refuses)
+  EXPECT_GT(s.decoded_hardware, 0u);  // baseline files
+  EXPECT_GT(s.decoded_cuda, 0u);      // what the engine refuses: progressive, odd subsampling
+  EXPECT_GT(s.decoded_cpu, 0u);       // PNGs (and whatever nvJPEG cannot decode)
   EXPECT_EQ(s.decoded_hardware + s.decoded_cuda + s.decoded_cpu, 21u);
+}
+
+// Outside the engine's share, small JPEGs are decoded by the workers (in
+// parallel, at reduced DCT scale) rather than by nvJPEG's CPU-Huffman path
+// on the stager; only images of a megapixel or more go to the CUDA cores.
+TEST_F(GpuDecodeTest, OutsideTheEngineShareSmallJpegsStayOnTheCpu) {
+  PipelineOptions cpu = mixed();
+  Batches want = run(cpu, 1);
+  PipelineOptions gpu = mixed();
+  gpu.gpu_decode = Use::kOn;
+  gpu.hardware_share = 0.5;
+  auto p = Pipeline::create(gpu);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  Batches got;
+  for (;;) {
+    auto b = (*p)->next();
+    if (b.status().code() == StatusCode::kOutOfRange) break;
+    ASSERT_TRUE(b.ok()) << b.status().to_string();
+    got.data.push_back(host_copy(*b));
+    got.labels.emplace_back(b->labels(), b->labels() + b->size());
+    got.ids.emplace_back(b->sample_ids(), b->sample_ids() + b->size());
+  }
+  expect_close(got, want);
+  PipelineStats s = (*p)->stats();
+  EXPECT_GT(s.decoded_hardware, 0u);
+  EXPECT_LT(s.decoded_hardware + s.decoded_cuda, 19u);  // some JPEGs stayed on the CPU
+  EXPECT_EQ(s.decoded_hardware + s.decoded_cuda + s.decoded_cpu, 21u);
+  gpu.hardware_share = 0;
+  p = Pipeline::create(gpu);
+  ASSERT_TRUE(p.ok());
+  expect_close(run(gpu, 1), want);
+}
+
+// --hardware-share auto: the share follows measured latency (engine against
+// CUDA cores; the engine refuses the progressive and odd files here).
+TEST_F(GpuDecodeTest, AnAdaptiveShareMoves) {
+  PipelineOptions gpu = mixed();
+  gpu.gpu_decode = Use::kOn;
+  gpu.hardware_share = -1;
+  auto p = Pipeline::create(gpu);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  for (int e = 0; e < 6; ++e) {
+    ASSERT_TRUE((*p)->set_epoch(e).ok());
+    for (;;) {
+      auto b = (*p)->next();
+      if (b.status().code() == StatusCode::kOutOfRange) break;
+      ASSERT_TRUE(b.ok()) << b.status().to_string();
+    }
+  }
+  EXPECT_NE((*p)->stats().hardware_share, 0.65);
 }
 
 TEST_F(GpuDecodeTest, AFailingEngineBatchIsRedoneAndTheBytesAgree) {
