@@ -332,6 +332,22 @@ class PyPipeline {
     d["tuning"] = s.tuning;
     d["verdict"] = v.text;
     d["bottleneck"] = v.bottleneck;
+    if (s.device >= 0) {
+      py::dict g, tiers;
+      g["device"] = "cuda:" + std::to_string(s.device);
+      g["gpu_augment"] = s.gpu_augment;
+      g["gpu_decode"] = s.gpu_decode;
+      g["h2d_bytes"] = s.h2d_bytes;
+      g["h2d_seconds"] = s.h2d_seconds;
+      g["kernel_seconds"] = s.kernel_seconds;
+      tiers["hardware"] = s.decoded_hardware;
+      tiers["cuda"] = s.decoded_cuda;
+      tiers["cpu"] = s.decoded_cpu;
+      g["tiers"] = tiers;
+      g["tier_fallbacks"] = s.gpu_decode_fallbacks;
+      g["hardware_share"] = s.hardware_share;
+      d["device"] = g;
+    }
     py::list events;
     for (const SampleEvent& e : pipe_->events()) events.append(py::str(e.to_string()));
     d["events"] = events;

@@ -256,6 +256,9 @@ for (images, labels), want in zip(pipe, cpu):
     assert np.array_equal(images.numpy(), want)
     n += 1
 assert n == len(cpu) == 7
+st = pipe.stats()["device"]
+assert st["device"] == "cuda:0" and st["gpu_augment"] == "cpu" and st["h2d_bytes"] > 0, st
+assert st["tiers"]["cpu"] > 0, st
 try:
     next(iter(pipe))[0].__dlpack__(stream=0)
     raise AssertionError("stream 0 accepted")
