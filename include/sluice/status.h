@@ -37,7 +37,7 @@ enum class StatusCode : int {
   kUnimplemented = 12,  // well-formed input we do not support
   kInternal = 13,
   kUnavailable = 14,  // an optional part (a GPU, a library) is not there
-  kDataLoss = 15,  // corruption or truncation of stored bytes
+  kDataLoss = 15,     // corruption or truncation of stored bytes
   kUnknown = 2,
 };
 

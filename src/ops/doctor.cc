@@ -199,7 +199,8 @@ void check_gpus(DoctorReport* r) {
   } else {
     add(r, "build", "info",
         "sluice built without CUDA: with --device cuda, batches are augmented on the CPU and "
-        "copied (" + std::string(kernels.status().message()) + ")");
+        "copied (" +
+            std::string(kernels.status().message()) + ")");
   }
   if (r->nvml_library.empty()) {
     add(r, "gpu", "info",

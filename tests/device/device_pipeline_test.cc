@@ -81,7 +81,9 @@ class DevicePipelineTest : public ::testing::Test {
     return o;
   }
 
-  static Batches run(const PipelineOptions& o, int epochs = 2) {
+  // Every batch of `epochs` epochs, copied to the host; `stats` (when given)
+  // the pipeline's at the end.
+  static Batches run(const PipelineOptions& o, int epochs = 2, PipelineStats* stats = nullptr) {
     Batches r;
     auto p = Pipeline::create(o);
     EXPECT_TRUE(p.ok()) << p.status().to_string();
@@ -99,6 +101,7 @@ class DevicePipelineTest : public ::testing::Test {
         r.ids.emplace_back(b->sample_ids(), b->sample_ids() + b->size());
       }
     }
+    if (stats) *stats = (*p)->stats();
     return r;
   }
 
@@ -383,19 +386,9 @@ TEST_F(GpuDecodeTest, TiersDecodeWhatTheCpuDecodes) {
   PipelineOptions gpu = mixed();
   gpu.gpu_decode = Use::kOn;
   gpu.hardware_share = 1;  // every JPEG offered to the engine; it refuses some
-  auto p = Pipeline::create(gpu);
-  ASSERT_TRUE(p.ok()) << p.status().to_string();
-  Batches got;
-  for (;;) {
-    auto b = (*p)->next();
-    if (b.status().code() == StatusCode::kOutOfRange) break;
-    ASSERT_TRUE(b.ok()) << b.status().to_string();
-    got.data.push_back(host_copy(*b));
-    got.labels.emplace_back(b->labels(), b->labels() + b->size());
-    got.ids.emplace_back(b->sample_ids(), b->sample_ids() + b->size());
-  }
+  PipelineStats s;
+  Batches got = run(gpu, 1, &s);
   expect_close(got, want);
-  PipelineStats s = (*p)->stats();
   EXPECT_NE(s.gpu_decode.find("nvJPEG"), std::string::npos) << s.gpu_decode;
   EXPECT_GT(s.decoded_hardware, 0u);  // baseline files
   EXPECT_GT(s.decoded_cuda, 0u);      // what the engine refuses: progressive, odd subsampling
@@ -412,25 +405,13 @@ TEST_F(GpuDecodeTest, OutsideTheEngineShareSmallJpegsStayOnTheCpu) {
   PipelineOptions gpu = mixed();
   gpu.gpu_decode = Use::kOn;
   gpu.hardware_share = 0.5;
-  auto p = Pipeline::create(gpu);
-  ASSERT_TRUE(p.ok()) << p.status().to_string();
-  Batches got;
-  for (;;) {
-    auto b = (*p)->next();
-    if (b.status().code() == StatusCode::kOutOfRange) break;
-    ASSERT_TRUE(b.ok()) << b.status().to_string();
-    got.data.push_back(host_copy(*b));
-    got.labels.emplace_back(b->labels(), b->labels() + b->size());
-    got.ids.emplace_back(b->sample_ids(), b->sample_ids() + b->size());
-  }
+  PipelineStats s;
+  Batches got = run(gpu, 1, &s);
   expect_close(got, want);
-  PipelineStats s = (*p)->stats();
   EXPECT_GT(s.decoded_hardware, 0u);
   EXPECT_LT(s.decoded_hardware + s.decoded_cuda, 19u);  // some JPEGs stayed on the CPU
   EXPECT_EQ(s.decoded_hardware + s.decoded_cuda + s.decoded_cpu, 21u);
   gpu.hardware_share = 0;
-  p = Pipeline::create(gpu);
-  ASSERT_TRUE(p.ok());
   expect_close(run(gpu, 1), want);
 }
 
@@ -440,17 +421,9 @@ TEST_F(GpuDecodeTest, AnAdaptiveShareMoves) {
   PipelineOptions gpu = mixed();
   gpu.gpu_decode = Use::kOn;
   gpu.hardware_share = -1;
-  auto p = Pipeline::create(gpu);
-  ASSERT_TRUE(p.ok()) << p.status().to_string();
-  for (int e = 0; e < 6; ++e) {
-    ASSERT_TRUE((*p)->set_epoch(e).ok());
-    for (;;) {
-      auto b = (*p)->next();
-      if (b.status().code() == StatusCode::kOutOfRange) break;
-      ASSERT_TRUE(b.ok()) << b.status().to_string();
-    }
-  }
-  EXPECT_NE((*p)->stats().hardware_share, 0.65);
+  PipelineStats s;
+  run(gpu, 6, &s);
+  EXPECT_NE(s.hardware_share, 0.65);
 }
 
 TEST_F(GpuDecodeTest, AFailingEngineBatchIsRedoneAndTheBytesAgree) {
@@ -459,19 +432,8 @@ TEST_F(GpuDecodeTest, AFailingEngineBatchIsRedoneAndTheBytesAgree) {
   gpu.hardware_share = 1;
   Batches clean = run(gpu, 1);
   ::setenv("FAKE_NVJPEG_FAIL_BATCH_AT", "1", 1);
-  auto p = Pipeline::create(gpu);
-  ASSERT_TRUE(p.ok()) << p.status().to_string();
-  Batches failing;
-  for (;;) {
-    auto b = (*p)->next();
-    if (b.status().code() == StatusCode::kOutOfRange) break;
-    ASSERT_TRUE(b.ok()) << b.status().to_string();
-    failing.data.push_back(host_copy(*b));
-    failing.labels.emplace_back(b->labels(), b->labels() + b->size());
-    failing.ids.emplace_back(b->sample_ids(), b->sample_ids() + b->size());
-  }
-  PipelineStats s = (*p)->stats();
-  p->reset();
+  PipelineStats s;
+  Batches failing = run(gpu, 1, &s);
   ::unsetenv("FAKE_NVJPEG_FAIL_BATCH_AT");
   EXPECT_GT(s.gpu_decode_fallbacks, 0u);
   EXPECT_EQ(failing.data, clean.data);  // the fake's G decodes as its H does
