@@ -371,26 +371,29 @@ struct Pipeline::Impl {
           detail::plan_sample_job(small, false, o.sample, unused_dst, &tables, job));
       pixels = small.pixels.size();
     }
-    size_t at = dev->reserve(slot, up(pixels) + tables_bytes());
+    size_t at = dev->reserve(slot, pixels);
     if (at == SIZE_MAX) return internal_error("batch slot arena overflow");
-    uint8_t* base = slots[static_cast<size_t>(slot)].data;
-    size_t off = at;
-    auto put = [&](const void* p, size_t n) {
-      std::memcpy(base + off, p, n);
-      const uint8_t* as_offset = reinterpret_cast<const uint8_t*>(static_cast<uintptr_t>(off));
-      off += up(n);
-      return as_offset;
-    };
-    job->src = put(src->pixels.data(), pixels);
-    job->x_start = reinterpret_cast<const int32_t*>(
-        put(tables.x.start.data(), tables.x.start.size() * sizeof(int32_t)));
-    job->x_weight = reinterpret_cast<const float*>(
-        put(tables.x.weight.data(), tables.x.weight.size() * sizeof(float)));
-    job->y_start = reinterpret_cast<const int32_t*>(
-        put(tables.y.start.data(), tables.y.start.size() * sizeof(int32_t)));
-    job->y_weight = reinterpret_cast<const float*>(
-        put(tables.y.weight.data(), tables.y.weight.size() * sizeof(float)));
-    job->dst = nullptr;
+    std::memcpy(slots[static_cast<size_t>(slot)].data + at, src->pixels.data(), pixels);
+    job->src = reinterpret_cast<const uint8_t*>(static_cast<uintptr_t>(at));
+    return put_tables(slot, tables, job);
+  }
+
+  // Decodes an image's crop as the options say: the window alone at the
+  // smallest sufficient DCT scale, or every pixel with the crop as a
+  // rectangle in it (the ablation's baseline).
+  Status decode_window(CropDecoder* d, std::string_view bytes, const ImageInfo& info,
+                       const CropWindow& crop, DecodedWindow* w) const {
+    if (o.crop_decode) {
+      int denom = info.format == ImageFormat::kJpeg
+                      ? choose_scale_denom(crop, o.sample.width, o.sample.height)
+                      : 1;
+      return d->decode(bytes, info, crop, denom, w, o.max_pixels);
+    }
+    SLUICE_RETURN_IF_ERROR(d->decode_full(bytes, info, w, o.max_pixels));
+    w->crop_x = crop.x;
+    w->crop_y = crop.y;
+    w->crop_width = crop.width;
+    w->crop_height = crop.height;
     return Status();
   }
 
@@ -537,20 +540,7 @@ struct Pipeline::Impl {
         std::string_view bytes = gpu_jobs[j].bytes;
         auto info = probe_image(bytes, o.max_pixels);
         st = info.status();
-        if (st.ok()) {
-          int denom =
-              o.crop_decode ? choose_scale_denom(e.crop, o.sample.width, o.sample.height) : 1;
-          st =
-              o.crop_decode
-                  ? stager_decoder.decode(bytes, *info, e.crop, denom, &stager_window, o.max_pixels)
-                  : stager_decoder.decode_full(bytes, *info, &stager_window, o.max_pixels);
-          if (st.ok() && !o.crop_decode) {
-            stager_window.crop_x = e.crop.x;
-            stager_window.crop_y = e.crop.y;
-            stager_window.crop_width = e.crop.width;
-            stager_window.crop_height = e.crop.height;
-          }
-        }
+        if (st.ok()) st = decode_window(&stager_decoder, bytes, *info, e.crop, &stager_window);
         if (st.ok()) st = arena_job(stager_window, e.flip, s, &job, &stager_scratch);
       }
       if (!st.ok()) {
@@ -650,19 +640,7 @@ struct Pipeline::Impl {
         if (marks) marks[2] = marks[3] = now_ns();
         return Status();
       }
-      if (o.crop_decode) {
-        int denom = info.format == ImageFormat::kJpeg
-                        ? choose_scale_denom(aug.crop, o.sample.width, o.sample.height)
-                        : 1;
-        SLUICE_RETURN_IF_ERROR(
-            decoder->decode(raw.image, info, aug.crop, denom, window, o.max_pixels));
-      } else {
-        SLUICE_RETURN_IF_ERROR(decoder->decode_full(raw.image, info, window, o.max_pixels));
-        window->crop_x = aug.crop.x;
-        window->crop_y = aug.crop.y;
-        window->crop_width = aug.crop.width;
-        window->crop_height = aug.crop.height;
-      }
+      SLUICE_RETURN_IF_ERROR(decode_window(decoder, raw.image, info, aug.crop, window));
       t.done(1, static_cast<uint64_t>(window->width) * window->height * 3);
     }
     if (marks) marks[2] = now_ns();
