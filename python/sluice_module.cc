@@ -11,6 +11,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "device/libraries.h"
 #include "sluice/dataset.h"
 #include "sluice/pipeline.h"
 #include "sluice/pipeline_options.h"
@@ -346,6 +347,10 @@ class PyPipeline {
       g["tiers"] = tiers;
       g["tier_fallbacks"] = s.gpu_decode_fallbacks;
       g["hardware_share"] = s.hardware_share;
+      g["nvjpeg_refused"] = s.nvjpeg_refused;
+      g["gpu_decode_strict"] = s.gpu_decode_strict;
+      g["gpu_decode_allocations"] = s.gpu_decode_allocations;
+      g["gpu_decode_reallocations"] = s.gpu_decode_reallocations;
       d["device"] = g;
     }
     py::list events;
@@ -464,6 +469,16 @@ PYBIND11_MODULE(_sluice, m) {
   g_data_error = data_error.ptr();
   m.attr("DataError").attr("__doc__") =
       "Corrupt or truncated data: the message names the file, offset and reason.";
+  // pip's NVIDIA wheels (nvJPEG, the CUDA runtime) of this interpreter's
+  // environment join the library search, whether or not it is activated.
+  {
+    std::vector<std::string> sites;
+    for (py::handle d : py::module_::import("sys").attr("path")) {
+      std::string dir = py::str(d);
+      if (dir.ends_with("site-packages") || dir.ends_with("dist-packages")) sites.push_back(dir);
+    }
+    sluice::detail::add_python_site_dirs(sites);
+  }
 
   py::class_<PyBatch>(m, "Batch", "One batch of images in a ring slot (see Pipeline).")
       .def("__dlpack__", &to_dlpack, py::arg("stream") = py::none(),

@@ -40,9 +40,12 @@ struct DoctorReport {
   std::string cudart_library;
   int cuda_runtime_version = 0;
   int nccl_version = 0;
-  // nvJPEG (the GPU decode tiers), loaded at run time; 0 = absent.
+  // nvJPEG (the GPU decode tiers), loaded at run time: the library the GPU
+  // decoder would choose for the CUDA runtime above (0 = none suits), and
+  // those passed over ("<file>: <why not>").
   std::string nvjpeg_library;
   int nvjpeg_major = 0, nvjpeg_minor = 0, nvjpeg_patch = 0;
+  std::vector<std::string> nvjpeg_refused;
   std::vector<GpuInfo> gpus;
   bool cuda_build = false;
   bool torch_build = false;

@@ -239,6 +239,17 @@ struct PipelineStats {
   uint64_t decoded_hardware = 0, decoded_cuda = 0, decoded_cpu = 0;
   uint64_t gpu_decode_fallbacks = 0;  // GPU decodes redone on another tier
   double hardware_share = 0;
+  // nvJPEG libraries the search passed over, and why ("<file>: <reason>");
+  // the one chosen is named in gpu_decode.
+  std::vector<std::string> nvjpeg_refused;
+  // Damaged files fail on the GPU, as on the CPU (nvJPEG's strict
+  // bitstream checks); false where the library refused the flag.
+  bool gpu_decode_strict = false;
+  // Device and pinned allocations made for GPU decoding (nvJPEG's buffers
+  // and the output arenas), and the frees that replaced a buffer grown too
+  // small (cudaFree waits for the whole device): both stay flat after the
+  // first batches. nvJPEG's counts are process-wide.
+  uint64_t gpu_decode_allocations = 0, gpu_decode_reallocations = 0;
   uint64_t h2d_bytes = 0;
   double h2d_seconds = 0;     // device time of the host-to-device copies
   double kernel_seconds = 0;  // device time of the fused kernel

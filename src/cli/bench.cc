@@ -376,6 +376,16 @@ void print_summary(const BenchCli& c, const RunResult& r, const Verdict& v, uint
         static_cast<unsigned long long>(st.decoded_cuda), rate(st.decoded_cuda),
         static_cast<unsigned long long>(st.decoded_cpu), rate(st.decoded_cpu),
         static_cast<unsigned long long>(st.gpu_decode_fallbacks), st.gpu_decode.c_str());
+    if (st.gpu_decode_allocations > 0) {
+      std::printf(
+          "GPU decode memory: %llu allocations, %llu of them replacing a buffer; strict "
+          "bitstream checks %s\n",
+          static_cast<unsigned long long>(st.gpu_decode_allocations),
+          static_cast<unsigned long long>(st.gpu_decode_reallocations),
+          st.gpu_decode_strict ? "on" : "off (the library refused the flag)");
+    }
+    for (const std::string& r : st.nvjpeg_refused)
+      std::printf("nvJPEG passed over: %s\n", r.c_str());
   }
   if (!r.events.empty()) {
     std::printf("bad samples: %zu (first: %s)\n", r.events.size(),
@@ -487,6 +497,10 @@ json summary_json(const BenchCli& c, const RunResult& r, const Verdict& v, uint6
           {"cpu", tier(st.decoded_cpu)}}},
         {"tier_fallbacks", st.gpu_decode_fallbacks},
         {"hardware_share", st.hardware_share},
+        {"nvjpeg_refused", st.nvjpeg_refused},
+        {"gpu_decode_strict", st.gpu_decode_strict},
+        {"gpu_decode_allocations", st.gpu_decode_allocations},
+        {"gpu_decode_reallocations", st.gpu_decode_reallocations},
         {"gpu_busy_percent", r.gpu_busy_percent >= 0 ? json(r.gpu_busy_percent) : json(nullptr)}};
   }
   if (full) j["ceiling_images_per_second"] = full->images_per_second;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <deque>
 
@@ -15,17 +16,81 @@ using Clock = std::chrono::steady_clock;
 constexpr size_t kSlotAlign = 256;
 // Engine batch latencies kept for the tail check.
 constexpr size_t kLatencyWindow = 128;
+// nvJPEG rounds every allocation of a handle up to a multiple of its
+// padding, so a buffer sized once serves every later image up to that size
+// (DALI's defaults: 16 MB device, 8 MB pinned). Raised for huge images.
+constexpr size_t kMinDevicePadding = size_t{16} << 20;
+constexpr size_t kMinPinnedPadding = size_t{8} << 20;
+// The output arenas grow in steps of this much at least.
+constexpr size_t kArenaStep = size_t{16} << 20;
 
-// One decoupled CUDA-path decoder. Two pinned staging buffers alternate so
-// the host phase of one image overlaps the upload of the previous one; the
-// event says when an upload has read its buffer.
-struct CudaPath {
-  nvjpegJpegDecoder_t decoder = nullptr;
-  nvjpegJpegState_t state = nullptr;
+size_t round_up(size_t n, size_t step) {
+  return (n + step - 1) / step * step;
+}
+size_t next_pow2(size_t n) {
+  size_t p = 1;
+  while (p < n) p <<= 1;
+  return p;
+}
+
+// nvJPEG's buffers come through these: the loaded runtime's cudaMalloc and
+// cudaHostAlloc, counted. nvJPEG replaces a buffer that is too small by
+// freeing it and allocating a larger one; cudaFree waits for the whole
+// device, so every such free in the middle of an epoch stalls the trainer's
+// kernels. The counts (process-wide: the allocator interface carries no
+// context) show whether that still happens after the first batches.
+std::atomic<const CudaRuntime*> g_alloc_cuda{nullptr};
+std::atomic<uint64_t> g_device_allocs{0}, g_device_frees{0}, g_pinned_allocs{0}, g_pinned_frees{0};
+int counted_dev_malloc(void** p, size_t n) {
+  ++g_device_allocs;
+  return g_alloc_cuda.load()->Malloc(p, n);
+}
+int counted_dev_free(void* p) {
+  if (p) ++g_device_frees;
+  return g_alloc_cuda.load()->Free(p);
+}
+int counted_pinned_malloc(void** p, size_t n, unsigned flags) {
+  ++g_pinned_allocs;
+  return g_alloc_cuda.load()->HostAlloc(p, n, flags);
+}
+int counted_pinned_free(void* p) {
+  if (p) ++g_pinned_frees;
+  return g_alloc_cuda.load()->FreeHost(p);
+}
+nvjpegDevAllocator_t g_dev_allocator{&counted_dev_malloc, &counted_dev_free};
+nvjpegPinnedAllocator_t g_pinned_allocator{&counted_pinned_malloc, &counted_pinned_free};
+
+// Decoupled-API resources for one image in flight. Two lanes alternate,
+// image by image, so the host phase of one image overlaps the device work
+// of the one before. A lane is reused only after the host has waited for
+// its last image's device phase (`done`): nvJPEG's decoupled calls are not
+// ordered by the stream alone. nvjpegDecodeJpegTransferToDevice "is a mix
+// of synchronous and asynchronous operations with respect to the host"
+// (nvJPEG documentation), NVIDIA's own decoupled sample synchronises the
+// stream before it, and DALI (PR #4292) saw parts of one image in another
+// when its wait sat in the wrong place. Each backend (CPU Huffman, GPU
+// Huffman) has its own state, pinned and device buffer in each lane.
+struct Lane {
+  nvjpegJpegStream_t stream = nullptr;  // the parsed file
+  nvjpegDecodeParams_t params = nullptr;
+  nvjpegJpegState_t state[2] = {};
   nvjpegBufferPinned_t pinned[2] = {};
-  nvjpegBufferDevice_t device_buffer = nullptr;
-  cudaEvent_t uploaded[2] = {};
-  int next = 0;
+  nvjpegBufferDevice_t device_buffer[2] = {};
+  cudaEvent_t done = nullptr;
+};
+
+// One output arena. Two alternate, call by call. The engine writes its
+// output when nvjpegDecodeBatched is called, not in stream order
+// (torchcodec PR #1634 and torchvision PR #9606 measured it on H100 with
+// nvJPEG 12.3 to 13.2: neither queued work nor cudaStreamWaitEvent holds
+// the write back, only a host wait does), so before the engine writes an
+// arena the host waits for `free`: recorded on the caller's stream at the
+// start of the next call, it completes when every reader of that arena's
+// last results (queued before that call) is done.
+struct Arena {
+  uint8_t* data = nullptr;
+  size_t bytes = 0;
+  cudaEvent_t free = nullptr;
 };
 
 // What classify() decides for one job before any decode.
@@ -46,23 +111,21 @@ struct GpuJpegDecoder::State {
   const Nvjpeg* nv = nullptr;
   std::string nv_reason;  // why nv is null
   double share = 0;
+  bool strict = false;  // NVJPEG_FLAGS_BITSTREAM_STRICT accepted
 
   nvjpegHandle_t handle = nullptr;  // the CUDA backends
-  // Two parsed streams and parameter sets, alternating per image, as
-  // NVIDIA's sample, DALI and torchvision use the decoupled API: image k+2
-  // reuses k's only after k's upload (streams_g_free) has run.
-  nvjpegJpegStream_t streams_g[2] = {};
-  nvjpegDecodeParams_t params_g[2] = {};
-  cudaEvent_t streams_g_free[2] = {};
-  int stream_g_next = 0;
-  CudaPath small, large;  // HYBRID (CPU Huffman), GPU_HYBRID
+  // HYBRID (Huffman on the CPU), GPU_HYBRID (on the GPU; optional).
+  nvjpegJpegDecoder_t decoders[2] = {};
   bool large_ok = false;
+  Lane lanes[2];
+  int next_lane = 0;
 
   nvjpegHandle_t hw = nullptr;  // the engine; null where there is none
   nvjpegJpegState_t hw_state = nullptr;
   nvjpegJpegStream_t stream_hw = nullptr;
   std::vector<nvjpegDecodeParams_t> params_hw;  // one per image of a batch
   std::string hw_reason;
+  int prealloc_batch = 0, prealloc_w = 0, prealloc_h = 0;
 
   cudaStream_t g_stream = nullptr;
   // Ordering: caller -> G (ready, h_failed), G -> caller (g_done).
@@ -75,8 +138,11 @@ struct GpuJpegDecoder::State {
   uint64_t pending_h = 0, pending_g = 0;
   std::deque<double> h_batch_ms;
 
-  uint8_t* arena = nullptr;
-  size_t arena_bytes = 0;
+  Arena arenas[2];
+  uint64_t calls = 0;
+  size_t device_padding = 0, pinned_padding = 0;
+  // Process-wide allocator counts when this decoder started.
+  uint64_t base_allocs = 0, base_frees = 0;
 
   GpuJpegStats stats;
 
@@ -89,18 +155,29 @@ struct GpuJpegDecoder::State {
 
   ~State();
   Status init();
-  Status init_cuda_path(nvjpegBackend_t backend, CudaPath* p);
+  Status create_handle(nvjpegBackend_t backend, nvjpegHandle_t* out);
+  Status init_lane(Lane* lane);
   void init_hardware();
   bool use_roi_g() const { return options.decode_roi && nv->has_roi(); }
   bool use_roi_h() const { return options.decode_roi && nv->has_batched_roi(); }
   Plan classify(const GpuJpegJob& job);
   bool engine_accepts(const GpuJpegJob& job);
-  Status reserve_arena(size_t bytes, cudaStream_t stream);
+  Status reserve_arena(Arena* arena, size_t bytes);
+  void reserve_nvjpeg(size_t largest_pixels);
+  void preallocate_engine(std::span<const size_t> idx);
   void set_params(nvjpegDecodeParams_t p, const CropWindow& crop, bool roi) const;
-  GpuJpegResult place(const GpuJpegJob& job, const Plan& plan, JpegTier tier, bool roi) const;
+  GpuJpegResult place(const GpuJpegJob& job, const Plan& plan, const Arena& arena, JpegTier tier,
+                      bool roi) const;
   bool run_engine_batch(std::span<const GpuJpegJob> jobs, std::span<const size_t> idx,
-                        cudaStream_t stream, std::vector<GpuJpegResult>* out);
-  Status run_cuda_one(const GpuJpegJob& job, const Plan& plan, GpuJpegResult* r);
+                        const Arena& arena, cudaStream_t stream, std::vector<GpuJpegResult>* out);
+  Status run_cuda_one(const GpuJpegJob& job, const Plan& plan, const Arena& arena,
+                      GpuJpegResult* r);
+  size_t plan_call(std::span<const GpuJpegJob> jobs, size_t* largest);
+  Status run_engine(std::span<const GpuJpegJob> jobs, const Arena& arena, cudaStream_t stream,
+                    std::vector<GpuJpegResult>* out);
+  Status run_cuda_path(std::span<const GpuJpegJob> jobs, const Arena& arena, cudaStream_t stream,
+                       std::vector<GpuJpegResult>* out);
+  void count(std::span<const GpuJpegJob> jobs, std::vector<GpuJpegResult>* out);
   void harvest_timing(bool next_call);
 };
 
@@ -132,56 +209,87 @@ std::string_view jpeg_tier_name(JpegTier tier) {
 }
 
 GpuJpegDecoder::State::~State() {
-  // Work in flight may still write the arena or read nvJPEG's buffers:
+  // Work in flight may still write the arenas or read nvJPEG's buffers:
   // finish it before anything is destroyed.
   if (g_stream) cuda->StreamSynchronize(g_stream);
+  for (const Arena& a : arenas) {
+    if (a.free) cuda->EventSynchronize(a.free);
+  }
   if (nv) {
     for (nvjpegDecodeParams_t p : params_hw) nv->DecodeParamsDestroy(p);
-    for (nvjpegDecodeParams_t p : params_g) {
-      if (p) nv->DecodeParamsDestroy(p);
-    }
     if (stream_hw) nv->JpegStreamDestroy(stream_hw);
-    for (nvjpegJpegStream_t j : streams_g) {
-      if (j) nv->JpegStreamDestroy(j);
-    }
     if (hw_state) nv->JpegStateDestroy(hw_state);
-    for (CudaPath* p : {&small, &large}) {
-      for (cudaEvent_t e : p->uploaded) {
-        if (e) cuda->EventSynchronize(e);
+    for (Lane& l : lanes) {
+      if (l.done) cuda->EventSynchronize(l.done);
+      for (int b = 0; b < 2; ++b) {
+        if (l.state[b]) nv->JpegStateDestroy(l.state[b]);
+        if (l.pinned[b]) nv->BufferPinnedDestroy(l.pinned[b]);
+        if (l.device_buffer[b]) nv->BufferDeviceDestroy(l.device_buffer[b]);
       }
-      if (p->state) nv->JpegStateDestroy(p->state);
-      for (nvjpegBufferPinned_t b : p->pinned) {
-        if (b) nv->BufferPinnedDestroy(b);
-      }
-      if (p->device_buffer) nv->BufferDeviceDestroy(p->device_buffer);
-      if (p->decoder) nv->DecoderDestroy(p->decoder);
-      for (cudaEvent_t e : p->uploaded) {
-        if (e) cuda->EventDestroy(e);
-      }
+      if (l.params) nv->DecodeParamsDestroy(l.params);
+      if (l.stream) nv->JpegStreamDestroy(l.stream);
+    }
+    for (nvjpegJpegDecoder_t d : decoders) {
+      if (d) nv->DecoderDestroy(d);
     }
     if (hw) nv->Destroy(hw);
     if (handle) nv->Destroy(handle);
   }
-  if (arena) cuda->Free(arena);
-  for (cudaEvent_t e : {ready, h_failed, g_done, h_batch_done, h_begin, h_end, g_begin, g_end,
-                        streams_g_free[0], streams_g_free[1]}) {
+  for (Arena& a : arenas) {
+    if (a.data) cuda->Free(a.data);
+    if (a.free) cuda->EventDestroy(a.free);
+  }
+  for (Lane& l : lanes) {
+    if (l.done) cuda->EventDestroy(l.done);
+  }
+  for (cudaEvent_t e : {ready, h_failed, g_done, h_batch_done, h_begin, h_end, g_begin, g_end}) {
     if (e) cuda->EventDestroy(e);
   }
   if (g_stream) cuda->StreamDestroy(g_stream);
 }
 
-Status GpuJpegDecoder::State::init_cuda_path(nvjpegBackend_t backend, CudaPath* p) {
-  const std::string what = fmt::format("nvJPEG backend {}", backend);
-  SLUICE_RETURN_IF_ERROR(nv->check(nv->DecoderCreate(handle, backend, &p->decoder), what));
-  SLUICE_RETURN_IF_ERROR(nv->check(nv->DecoderStateCreate(handle, p->decoder, &p->state), what));
-  for (int i = 0; i < 2; ++i) {
-    SLUICE_RETURN_IF_ERROR(nv->check(nv->BufferPinnedCreate(handle, nullptr, &p->pinned[i]), what));
-    SLUICE_RETURN_IF_ERROR(cuda->check(
-        cuda->EventCreateWithFlags(&p->uploaded[i], cudaEventDisableTiming), "cudaEventCreate"));
+// A handle with strict bitstream checks, so a damaged file is an error
+// (then decoded on the CPU, which reports it) instead of plausible
+// garbage. How an nvJPEG without the flag answers is not documented: a
+// handle the flag makes fail is made again without it, and stats() says
+// the checks are off.
+Status GpuJpegDecoder::State::create_handle(nvjpegBackend_t backend, nvjpegHandle_t* out) {
+  nvjpegStatus_t s = nv->CreateEx(backend, &g_dev_allocator, &g_pinned_allocator,
+                                  NVJPEG_FLAGS_BITSTREAM_STRICT, out);
+  if (s == NVJPEG_STATUS_SUCCESS) {
+    if (backend != NVJPEG_BACKEND_HARDWARE) strict = true;
+    return Status();
   }
+  *out = nullptr;
+  if (s != NVJPEG_STATUS_INVALID_PARAMETER) {
+    return nv->check(s, fmt::format("nvjpegCreateEx(backend {})", backend));
+  }
+  return nv->check(
+      nv->CreateEx(backend, &g_dev_allocator, &g_pinned_allocator, NVJPEG_FLAGS_DEFAULT, out),
+      fmt::format("nvjpegCreateEx(backend {})", backend));
+}
+
+Status GpuJpegDecoder::State::init_lane(Lane* l) {
   SLUICE_RETURN_IF_ERROR(
-      nv->check(nv->BufferDeviceCreate(handle, nullptr, &p->device_buffer), what));
-  return nv->check(nv->StateAttachDeviceBuffer(p->state, p->device_buffer), what);
+      nv->check(nv->JpegStreamCreate(handle, &l->stream), "nvjpegJpegStreamCreate"));
+  SLUICE_RETURN_IF_ERROR(
+      nv->check(nv->DecodeParamsCreate(handle, &l->params), "nvjpegDecodeParamsCreate"));
+  SLUICE_RETURN_IF_ERROR(
+      cuda->check(cuda->EventCreateWithFlags(&l->done, cudaEventDisableTiming), "cudaEventCreate"));
+  for (int b = 0; b < 2; ++b) {
+    if (!decoders[b]) continue;
+    const std::string what = fmt::format("nvJPEG decoder state (backend {})", b + 1);
+    SLUICE_RETURN_IF_ERROR(
+        nv->check(nv->DecoderStateCreate(handle, decoders[b], &l->state[b]), what));
+    SLUICE_RETURN_IF_ERROR(
+        nv->check(nv->BufferPinnedCreate(handle, &g_pinned_allocator, &l->pinned[b]), what));
+    SLUICE_RETURN_IF_ERROR(
+        nv->check(nv->BufferDeviceCreate(handle, &g_dev_allocator, &l->device_buffer[b]), what));
+    SLUICE_RETURN_IF_ERROR(nv->check(nv->StateAttachPinnedBuffer(l->state[b], l->pinned[b]), what));
+    SLUICE_RETURN_IF_ERROR(
+        nv->check(nv->StateAttachDeviceBuffer(l->state[b], l->device_buffer[b]), what));
+  }
+  return Status();
 }
 
 // The engine is optional twice over: the batched entry points may be
@@ -192,10 +300,10 @@ void GpuJpegDecoder::State::init_hardware() {
     hw_reason = nv->library + " lacks the batched decode API";
     return;
   }
-  nvjpegStatus_t s = nv->CreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, 0, &hw);
-  if (s != NVJPEG_STATUS_SUCCESS) {
+  Status s = create_handle(NVJPEG_BACKEND_HARDWARE, &hw);
+  if (!s.ok()) {
     hw = nullptr;
-    hw_reason = fmt::format("no hardware JPEG engine ({})", nvjpeg_status_name(s));
+    hw_reason = fmt::format("no hardware JPEG engine ({})", s.message());
     return;
   }
   if (nv->JpegStateCreate(hw, &hw_state) != NVJPEG_STATUS_SUCCESS ||
@@ -213,7 +321,7 @@ Status GpuJpegDecoder::State::init() {
   SLUICE_RETURN_IF_ERROR(cuda->check(cuda->StreamCreateWithFlags(&g_stream, cudaStreamNonBlocking),
                                      "cudaStreamCreate"));
   for (cudaEvent_t* e :
-       {&ready, &h_failed, &g_done, &h_batch_done, &streams_g_free[0], &streams_g_free[1]}) {
+       {&ready, &h_failed, &g_done, &h_batch_done, &arenas[0].free, &arenas[1].free}) {
     SLUICE_RETURN_IF_ERROR(
         cuda->check(cuda->EventCreateWithFlags(e, cudaEventDisableTiming), "cudaEventCreate"));
   }
@@ -222,19 +330,21 @@ Status GpuJpegDecoder::State::init() {
         cuda->check(cuda->EventCreateWithFlags(e, cudaEventDefault), "cudaEventCreate"));
   }
   if (!nv) return Status();
-  SLUICE_RETURN_IF_ERROR(nv->check(
-      nv->CreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, 0, &handle), "nvjpegCreateEx"));
-  for (int j = 0; j < 2; ++j) {
-    SLUICE_RETURN_IF_ERROR(
-        nv->check(nv->JpegStreamCreate(handle, &streams_g[j]), "nvjpegJpegStreamCreate"));
-    SLUICE_RETURN_IF_ERROR(
-        nv->check(nv->DecodeParamsCreate(handle, &params_g[j]), "nvjpegDecodeParamsCreate"));
-  }
-  SLUICE_RETURN_IF_ERROR(init_cuda_path(NVJPEG_BACKEND_HYBRID, &small));
+  const CudaRuntime* expected = nullptr;
+  g_alloc_cuda.compare_exchange_strong(expected, cuda);
+  base_allocs = g_device_allocs + g_pinned_allocs;
+  base_frees = g_device_frees + g_pinned_frees;
+  SLUICE_RETURN_IF_ERROR(create_handle(NVJPEG_BACKEND_DEFAULT, &handle));
+  SLUICE_RETURN_IF_ERROR(nv->check(nv->DecoderCreate(handle, NVJPEG_BACKEND_HYBRID, &decoders[0]),
+                                   "nvJPEG backend 1"));
   // GPU Huffman is an optimisation: without it large images take the
   // CPU-Huffman decoder too.
-  large_ok = init_cuda_path(NVJPEG_BACKEND_GPU_HYBRID, &large).ok();
+  large_ok =
+      nv->DecoderCreate(handle, NVJPEG_BACKEND_GPU_HYBRID, &decoders[1]) == NVJPEG_STATUS_SUCCESS;
+  if (!large_ok) decoders[1] = nullptr;
+  for (Lane& l : lanes) SLUICE_RETURN_IF_ERROR(init_lane(&l));
   init_hardware();
+  reserve_nvjpeg(0);
   return Status();
 }
 
@@ -301,19 +411,20 @@ Plan GpuJpegDecoder::State::classify(const GpuJpegJob& job) {
   const size_t full = static_cast<size_t>(plan.image_w) * 3 * plan.image_h;
   const size_t crop = static_cast<size_t>(c.width) * 3 * c.height;
   const bool full_needed = !use_roi_g() || (plan.tier == JpegTier::kHardware && !use_roi_h());
-  plan.slot_bytes = ((full_needed ? full : crop) + kSlotAlign - 1) / kSlotAlign * kSlotAlign;
+  plan.slot_bytes = round_up(full_needed ? full : crop, kSlotAlign);
   return plan;
 }
 
-// Growing waits for the previous call's readers (on `stream`) to finish:
-// the old block is freed only after that.
-Status GpuJpegDecoder::State::reserve_arena(size_t bytes, cudaStream_t stream) {
-  if (bytes <= arena_bytes) return Status();
-  const size_t want = std::max(bytes, arena_bytes + arena_bytes / 2);
-  if (arena) {
-    SLUICE_RETURN_IF_ERROR(cuda->check(cuda->StreamSynchronize(stream), "cudaStreamSynchronize"));
-    SLUICE_RETURN_IF_ERROR(cuda->check(cuda->Free(arena), "cudaFree"));
-    arena = nullptr, arena_bytes = 0;
+// Growing waits for the readers of the arena's last results (the caller
+// queued them before this call) and for nothing else; the new block is
+// rounded up so that it grows rarely.
+Status GpuJpegDecoder::State::reserve_arena(Arena* a, size_t bytes) {
+  if (bytes <= a->bytes) return Status();
+  const size_t want = round_up(std::max(bytes, a->bytes + a->bytes / 2), kArenaStep);
+  if (a->data) {
+    SLUICE_RETURN_IF_ERROR(cuda->check(cuda->EventSynchronize(a->free), "cudaEventSynchronize"));
+    SLUICE_RETURN_IF_ERROR(cuda->check(cuda->Free(a->data), "cudaFree"));
+    a->data = nullptr, a->bytes = 0;
   }
   void* p = nullptr;
   if (cuda->Malloc(&p, want) != cudaSuccess) {
@@ -321,8 +432,51 @@ Status GpuJpegDecoder::State::reserve_arena(size_t bytes, cudaStream_t stream) {
     return resource_exhausted_error(
         fmt::format("cannot allocate {} bytes of device memory for decoded JPEGs", want));
   }
-  arena = static_cast<uint8_t*>(p), arena_bytes = want;
+  ++stats.arena_allocations;
+  a->data = static_cast<uint8_t*>(p), a->bytes = want;
   return Status();
+}
+
+// nvJPEG sizes its buffers for the image at hand; with a padding that
+// covers the largest image seen so far (a quarter of the next power of two
+// of its worst-case 16-bit coefficients, at least DALI's defaults), the
+// first buffers serve the rest of the epoch.
+void GpuJpegDecoder::State::reserve_nvjpeg(size_t largest_pixels) {
+  const size_t need = next_pow2(largest_pixels * 6) / 4;
+  const size_t device_pad = std::max(kMinDevicePadding, need);
+  const size_t pinned_pad = std::max(kMinPinnedPadding, need);
+  for (nvjpegHandle_t h : {handle, hw}) {
+    if (!h) continue;
+    if (nv->SetDeviceMemoryPadding && device_pad > device_padding) {
+      nv->SetDeviceMemoryPadding(device_pad, h);
+    }
+    if (nv->SetPinnedMemoryPadding && pinned_pad > pinned_padding) {
+      nv->SetPinnedMemoryPadding(pinned_pad, h);
+    }
+  }
+  device_padding = std::max(device_padding, device_pad);
+  pinned_padding = std::max(pinned_padding, pinned_pad);
+}
+
+// The engine's memory for a batch of this many images of this size, taken
+// once ahead (nvjpegDecodeBatchedPreAllocate, with 4:4:4 as the worst
+// case, as DALI hints it) instead of on the first batch that needs more.
+void GpuJpegDecoder::State::preallocate_engine(std::span<const size_t> idx) {
+  if (!nv->DecodeBatchedPreAllocate) return;
+  int w = 0, h = 0;
+  for (size_t i : idx) {
+    w = std::max(w, plans[i].image_w);
+    h = std::max(h, plans[i].image_h);
+  }
+  const int batch = std::max<int>(static_cast<int>(idx.size()), prealloc_batch);
+  if (static_cast<int>(idx.size()) <= prealloc_batch && w <= prealloc_w && h <= prealloc_h) return;
+  prealloc_batch = std::max(batch, options.max_batch);
+  prealloc_w = static_cast<int>(round_up(std::max(w, prealloc_w), 256));
+  prealloc_h = static_cast<int>(round_up(std::max(h, prealloc_h), 256));
+  if (nv->DecodeBatchedPreAllocate(hw, hw_state, prealloc_batch, prealloc_w, prealloc_h,
+                                   NVJPEG_CSS_444, NVJPEG_OUTPUT_RGBI) == NVJPEG_STATUS_SUCCESS) {
+    ++stats.engine_preallocations;
+  }
 }
 
 void GpuJpegDecoder::State::set_params(nvjpegDecodeParams_t p, const CropWindow& crop,
@@ -337,11 +491,11 @@ void GpuJpegDecoder::State::set_params(nvjpegDecodeParams_t p, const CropWindow&
   }
 }
 
-GpuJpegResult GpuJpegDecoder::State::place(const GpuJpegJob& job, const Plan& plan, JpegTier tier,
-                                           bool roi) const {
+GpuJpegResult GpuJpegDecoder::State::place(const GpuJpegJob& job, const Plan& plan,
+                                           const Arena& arena, JpegTier tier, bool roi) const {
   GpuJpegResult r;
   r.tier = tier;
-  r.pixels = arena + plan.slot;
+  r.pixels = arena.data + plan.slot;
   r.region_decoded = roi;
   r.width = roi ? job.crop.width : plan.image_w;
   r.height = roi ? job.crop.height : plan.image_h;
@@ -350,10 +504,11 @@ GpuJpegResult GpuJpegDecoder::State::place(const GpuJpegJob& job, const Plan& pl
   return r;
 }
 
-// One engine call; false when it failed (its images then go to G).
+// One engine call; false when it failed (its images then go to G). The
+// caller has waited for the arena's readers: the engine writes now.
 bool GpuJpegDecoder::State::run_engine_batch(std::span<const GpuJpegJob> jobs,
-                                             std::span<const size_t> idx, cudaStream_t stream,
-                                             std::vector<GpuJpegResult>* out) {
+                                             std::span<const size_t> idx, const Arena& arena,
+                                             cudaStream_t stream, std::vector<GpuJpegResult>* out) {
   const bool roi = use_roi_h();
   const int n = static_cast<int>(idx.size());
   h_data.clear(), h_lengths.clear(), h_images.clear();
@@ -364,7 +519,7 @@ bool GpuJpegDecoder::State::run_engine_batch(std::span<const GpuJpegJob> jobs,
   }
   for (int k = 0; k < n; ++k) {
     const size_t i = idx[k];
-    (*out)[i] = place(jobs[i], plans[i], JpegTier::kHardware, roi);
+    (*out)[i] = place(jobs[i], plans[i], arena, JpegTier::kHardware, roi);
     h_data.push_back(reinterpret_cast<const unsigned char*>(jobs[i].bytes.data()));
     h_lengths.push_back(jobs[i].bytes.size());
     nvjpegImage_t img{};
@@ -386,52 +541,41 @@ bool GpuJpegDecoder::State::run_engine_batch(std::span<const GpuJpegJob> jobs,
 }
 
 // One image through the decoupled API on g_stream: host phase, upload,
-// device phase.
+// device phase, in the next lane once its previous image is done.
 Status GpuJpegDecoder::State::run_cuda_one(const GpuJpegJob& job, const Plan& plan,
-                                           GpuJpegResult* r) {
+                                           const Arena& arena, GpuJpegResult* r) {
   const bool roi = use_roi_g();
-  *r = place(job, plan, JpegTier::kCuda, roi);
+  *r = place(job, plan, arena, JpegTier::kCuda, roi);
+  Lane& l = lanes[next_lane];
+  next_lane ^= 1;
+  SLUICE_RETURN_IF_ERROR(cuda->check(cuda->EventSynchronize(l.done), "cudaEventSynchronize"));
   const auto* data = reinterpret_cast<const unsigned char*>(job.bytes.data());
-  const int j = stream_g_next;
-  stream_g_next ^= 1;
   SLUICE_RETURN_IF_ERROR(
-      cuda->check(cuda->EventSynchronize(streams_g_free[j]), "cudaEventSynchronize"));
-  nvjpegJpegStream_t stream_g = streams_g[j];
-  nvjpegDecodeParams_t params = params_g[j];
-  SLUICE_RETURN_IF_ERROR(
-      nv->check(nv->JpegStreamParse(handle, data, job.bytes.size(), 0, 0, stream_g),
+      nv->check(nv->JpegStreamParse(handle, data, job.bytes.size(), 0, 0, l.stream),
                 "nvjpegJpegStreamParse"));
-  set_params(params, job.crop, roi);
-  CudaPath* p = &small;
+  set_params(l.params, job.crop, roi);
+  int b = 0;
   if (large_ok && static_cast<int64_t>(r->width) * r->height >= options.gpu_huffman_min_pixels) {
     int verdict = -1;
-    if (nv->DecoderJpegSupported(large.decoder, stream_g, params, &verdict) ==
+    if (nv->DecoderJpegSupported(decoders[1], l.stream, l.params, &verdict) ==
             NVJPEG_STATUS_SUCCESS &&
         verdict == 0) {
-      p = &large;
+      b = 1;
     }
   }
-  const int b = p->next;
-  p->next ^= 1;
-  // nvJPEG's host phase writes this pinned buffer: its last upload must be done.
   SLUICE_RETURN_IF_ERROR(
-      cuda->check(cuda->EventSynchronize(p->uploaded[b]), "cudaEventSynchronize"));
-  SLUICE_RETURN_IF_ERROR(nv->check(nv->StateAttachPinnedBuffer(p->state, p->pinned[b]),
-                                   "nvjpegStateAttachPinnedBuffer"));
-  SLUICE_RETURN_IF_ERROR(nv->check(
-      nv->DecodeJpegHost(handle, p->decoder, p->state, params, stream_g), "nvjpegDecodeJpegHost"));
+      nv->check(nv->DecodeJpegHost(handle, decoders[b], l.state[b], l.params, l.stream),
+                "nvjpegDecodeJpegHost"));
   SLUICE_RETURN_IF_ERROR(
-      nv->check(nv->DecodeJpegTransferToDevice(handle, p->decoder, p->state, stream_g, g_stream),
+      nv->check(nv->DecodeJpegTransferToDevice(handle, decoders[b], l.state[b], l.stream, g_stream),
                 "nvjpegDecodeJpegTransferToDevice"));
-  SLUICE_RETURN_IF_ERROR(
-      cuda->check(cuda->EventRecord(p->uploaded[b], g_stream), "cudaEventRecord"));
-  SLUICE_RETURN_IF_ERROR(
-      cuda->check(cuda->EventRecord(streams_g_free[j], g_stream), "cudaEventRecord"));
   nvjpegImage_t img{};
   img.channel[0] = const_cast<uint8_t*>(r->pixels);
   img.pitch[0] = r->pitch;
-  return nv->check(nv->DecodeJpegDevice(handle, p->decoder, p->state, &img, g_stream),
-                   "nvjpegDecodeJpegDevice");
+  SLUICE_RETURN_IF_ERROR(
+      nv->check(nv->DecodeJpegDevice(handle, decoders[b], l.state[b], &img, g_stream),
+                "nvjpegDecodeJpegDevice"));
+  return cuda->check(cuda->EventRecord(l.done, g_stream), "cudaEventRecord");
 }
 
 // The previous call's device times, if its events have completed; a call
@@ -527,10 +671,105 @@ GpuJpegStats GpuJpegDecoder::stats() {
   out.hardware_share = s.share;
   out.nvjpeg_available = s.nv != nullptr;
   out.hardware_available = s.hw != nullptr;
+  out.strict_bitstream = s.strict;
   out.nvjpeg_library = s.nv ? fmt::format("{} ({}.{}.{}){}", s.nv->library, s.nv->major,
                                           s.nv->minor, s.nv->patch, s.hw ? "" : "; " + s.hw_reason)
                             : s.nv_reason;
+  if (s.nv) out.nvjpeg_refused = s.nv->refused;
+  if (s.nv) {
+    out.nvjpeg_allocations = g_device_allocs + g_pinned_allocs - s.base_allocs;
+    out.nvjpeg_reallocations = g_device_frees + g_pinned_frees - s.base_frees;
+  }
+  out.device_padding = s.device_padding;
   return out;
+}
+
+// 1. Tiers and arena slots: fills plans, h_jobs and g_jobs; returns the
+// arena bytes the call needs and the largest image's pixels.
+size_t GpuJpegDecoder::State::plan_call(std::span<const GpuJpegJob> jobs, size_t* largest) {
+  plans.clear(), h_jobs.clear(), g_jobs.clear(), g_retry.clear();
+  size_t total = 0;
+  *largest = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    Plan p = classify(jobs[i]);
+    p.slot = total;
+    total += p.slot_bytes;
+    if (p.tier == JpegTier::kHardware) h_jobs.push_back(i);
+    if (p.tier == JpegTier::kCuda) g_jobs.push_back(i);
+    if (p.tier != JpegTier::kCpu) {
+      *largest = std::max(*largest, static_cast<size_t>(p.image_w) * p.image_h);
+    }
+    plans.push_back(std::move(p));
+  }
+  return total;
+}
+
+// 2. The engine, on the caller's stream, in batches of max_batch, once the
+// arena's last readers are done (the engine does not wait for the stream).
+Status GpuJpegDecoder::State::run_engine(std::span<const GpuJpegJob> jobs, const Arena& arena,
+                                         cudaStream_t stream, std::vector<GpuJpegResult>* out) {
+  if (h_jobs.empty()) return Status();
+  SLUICE_RETURN_IF_ERROR(cuda->check(cuda->EventSynchronize(arena.free), "cudaEventSynchronize"));
+  preallocate_engine(h_jobs);
+  SLUICE_RETURN_IF_ERROR(cuda->check(cuda->EventRecord(h_begin, stream), "cudaEventRecord"));
+  const size_t step = options.max_batch > 0 ? options.max_batch : h_jobs.size();
+  for (size_t k = 0; k < h_jobs.size(); k += step) {
+    std::span<const size_t> chunk(h_jobs.data() + k, std::min(step, h_jobs.size() - k));
+    if (!run_engine_batch(jobs, chunk, arena, stream, out)) {
+      ++stats.hardware_batch_failures;
+      g_retry.insert(g_retry.end(), chunk.begin(), chunk.end());
+    }
+  }
+  return cuda->check(cuda->EventRecord(h_end, stream), "cudaEventRecord");
+}
+
+// 3. The CUDA path on its own stream (which waits for what the caller
+// queued before this call); images of a failed engine batch go last, after
+// the engine's writes to their slots.
+Status GpuJpegDecoder::State::run_cuda_path(std::span<const GpuJpegJob> jobs, const Arena& arena,
+                                            cudaStream_t stream, std::vector<GpuJpegResult>* out) {
+  auto run_g = [&](size_t i, bool retry) {
+    Status st = run_cuda_one(jobs[i], plans[i], arena, &(*out)[i]);
+    if (!st.ok()) {
+      ++stats.cuda_failures;
+      (*out)[i] = GpuJpegResult{};
+      (*out)[i].cpu_reason = st;
+    }
+    (*out)[i].hardware_fallback = retry;
+  };
+  const bool any = !g_jobs.empty() || !g_retry.empty();
+  if (any)
+    SLUICE_RETURN_IF_ERROR(cuda->check(cuda->EventRecord(g_begin, g_stream), "cudaEventRecord"));
+  for (size_t i : g_jobs) run_g(i, false);
+  if (!g_retry.empty()) {
+    SLUICE_RETURN_IF_ERROR(cuda->check(cuda->EventRecord(h_failed, stream), "cudaEventRecord"));
+    SLUICE_RETURN_IF_ERROR(
+        cuda->check(cuda->StreamWaitEvent(g_stream, h_failed, 0), "cudaStreamWaitEvent"));
+    for (size_t i : g_retry) run_g(i, true);
+    stats.hardware_fallback_images += g_retry.size();
+  }
+  if (any)
+    SLUICE_RETURN_IF_ERROR(cuda->check(cuda->EventRecord(g_end, g_stream), "cudaEventRecord"));
+  SLUICE_RETURN_IF_ERROR(cuda->check(cuda->EventRecord(g_done, g_stream), "cudaEventRecord"));
+  return cuda->check(cuda->StreamWaitEvent(stream, g_done, 0), "cudaStreamWaitEvent");
+}
+
+// 4. Tier C answers and the counters.
+void GpuJpegDecoder::State::count(std::span<const GpuJpegJob> jobs,
+                                  std::vector<GpuJpegResult>* out) {
+  uint64_t n_h = 0, n_g = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    GpuJpegResult& r = (*out)[i];
+    if (plans[i].tier == JpegTier::kCpu) r.cpu_reason = plans[i].reason;
+    TierCounters& c = r.tier == JpegTier::kHardware ? stats.hardware
+                      : r.tier == JpegTier::kCuda   ? stats.cuda
+                                                    : stats.cpu;
+    ++c.images;
+    c.bytes += jobs[i].bytes.size();
+    n_h += r.tier == JpegTier::kHardware;
+    n_g += r.tier == JpegTier::kCuda;
+  }
+  pending_h = n_h, pending_g = n_g;
 }
 
 Status GpuJpegDecoder::decode(std::span<const GpuJpegJob> jobs, cudaStream_t stream,
@@ -540,97 +779,35 @@ Status GpuJpegDecoder::decode(std::span<const GpuJpegJob> jobs, cudaStream_t str
   SLUICE_RETURN_IF_ERROR(s.cuda->use_device(s.device));
   s.harvest_timing(true);
   const auto t0 = Clock::now();
-
-  // 1. Tiers and arena slots.
-  s.plans.clear(), s.h_jobs.clear(), s.g_jobs.clear(), s.g_retry.clear();
-  size_t total = 0;
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    Plan p = s.classify(jobs[i]);
-    p.slot = total;
-    total += p.slot_bytes;
-    if (p.tier == JpegTier::kHardware) s.h_jobs.push_back(i);
-    if (p.tier == JpegTier::kCuda) s.g_jobs.push_back(i);
-    s.plans.push_back(std::move(p));
-  }
+  // This call's results go to one arena; the previous call's arena is free
+  // once what the caller queued before this call is done.
+  Arena& arena = s.arenas[s.calls % 2];
+  Arena& previous = s.arenas[(s.calls + 1) % 2];
+  ++s.calls;
+  SLUICE_RETURN_IF_ERROR(
+      s.cuda->check(s.cuda->EventRecord(previous.free, stream), "cudaEventRecord"));
+  SLUICE_RETURN_IF_ERROR(s.cuda->check(s.cuda->EventRecord(s.ready, stream), "cudaEventRecord"));
+  SLUICE_RETURN_IF_ERROR(
+      s.cuda->check(s.cuda->StreamWaitEvent(s.g_stream, s.ready, 0), "cudaStreamWaitEvent"));
+  size_t largest = 0;
+  const size_t total = s.plan_call(jobs, &largest);
   if (total > 0) {
-    Status st = s.reserve_arena(total, stream);
+    s.reserve_nvjpeg(largest);
+    Status st = s.reserve_arena(&arena, total);
     if (!st.ok()) {
       for (size_t i = 0; i < jobs.size(); ++i) (*out)[i].cpu_reason = st;
       return st;
     }
   }
   const auto t_plan = Clock::now();
-  const double plan_seconds = std::chrono::duration<double>(t_plan - t0).count();
-
-  // 2. The engine, on the caller's stream, in batches of max_batch. G waits
-  // for whatever the caller queued before this call (readers of the arena).
-  auto cuda_ok = [&](cudaError_t e, const char* what) { return s.cuda->check(e, what); };
-  SLUICE_RETURN_IF_ERROR(cuda_ok(s.cuda->EventRecord(s.ready, stream), "cudaEventRecord"));
-  SLUICE_RETURN_IF_ERROR(
-      cuda_ok(s.cuda->StreamWaitEvent(s.g_stream, s.ready, 0), "cudaStreamWaitEvent"));
-  if (!s.h_jobs.empty()) {
-    SLUICE_RETURN_IF_ERROR(cuda_ok(s.cuda->EventRecord(s.h_begin, stream), "cudaEventRecord"));
-    const size_t step = s.options.max_batch > 0 ? s.options.max_batch : s.h_jobs.size();
-    for (size_t k = 0; k < s.h_jobs.size(); k += step) {
-      std::span<const size_t> chunk(s.h_jobs.data() + k, std::min(step, s.h_jobs.size() - k));
-      if (!s.run_engine_batch(jobs, chunk, stream, out)) {
-        ++s.stats.hardware_batch_failures;
-        s.g_retry.insert(s.g_retry.end(), chunk.begin(), chunk.end());
-      }
-    }
-    SLUICE_RETURN_IF_ERROR(cuda_ok(s.cuda->EventRecord(s.h_end, stream), "cudaEventRecord"));
-  }
+  SLUICE_RETURN_IF_ERROR(s.run_engine(jobs, arena, stream, out));
   const auto t_h = Clock::now();
-
-  // 3. The CUDA path on its own stream; images of a failed engine batch go
-  // last, after the engine's writes to their slots.
-  if (!s.g_jobs.empty() || !s.g_retry.empty()) {
-    SLUICE_RETURN_IF_ERROR(cuda_ok(s.cuda->EventRecord(s.g_begin, s.g_stream), "cudaEventRecord"));
-  }
-  auto run_g = [&](size_t i, bool retry) {
-    Status st = s.run_cuda_one(jobs[i], s.plans[i], &(*out)[i]);
-    if (st.ok()) {
-      (*out)[i].hardware_fallback = retry;
-      return;
-    }
-    ++s.stats.cuda_failures;
-    (*out)[i] = GpuJpegResult{};
-    (*out)[i].cpu_reason = st;
-    (*out)[i].hardware_fallback = retry;
-  };
-  for (size_t i : s.g_jobs) run_g(i, false);
-  if (!s.g_retry.empty()) {
-    SLUICE_RETURN_IF_ERROR(cuda_ok(s.cuda->EventRecord(s.h_failed, stream), "cudaEventRecord"));
-    SLUICE_RETURN_IF_ERROR(
-        cuda_ok(s.cuda->StreamWaitEvent(s.g_stream, s.h_failed, 0), "cudaStreamWaitEvent"));
-    for (size_t i : s.g_retry) run_g(i, true);
-    s.stats.hardware_fallback_images += s.g_retry.size();
-  }
-  if (!s.g_jobs.empty() || !s.g_retry.empty()) {
-    SLUICE_RETURN_IF_ERROR(cuda_ok(s.cuda->EventRecord(s.g_end, s.g_stream), "cudaEventRecord"));
-  }
-  SLUICE_RETURN_IF_ERROR(cuda_ok(s.cuda->EventRecord(s.g_done, s.g_stream), "cudaEventRecord"));
-  SLUICE_RETURN_IF_ERROR(
-      cuda_ok(s.cuda->StreamWaitEvent(stream, s.g_done, 0), "cudaStreamWaitEvent"));
+  SLUICE_RETURN_IF_ERROR(s.run_cuda_path(jobs, arena, stream, out));
   const auto t_g = Clock::now();
-
-  // 4. Tier C answers and the counters.
-  uint64_t n_h = 0, n_g = 0;
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    GpuJpegResult& r = (*out)[i];
-    if (s.plans[i].tier == JpegTier::kCpu) r.cpu_reason = s.plans[i].reason;
-    TierCounters& c = r.tier == JpegTier::kHardware ? s.stats.hardware
-                      : r.tier == JpegTier::kCuda   ? s.stats.cuda
-                                                    : s.stats.cpu;
-    ++c.images;
-    c.bytes += jobs[i].bytes.size();
-    n_h += r.tier == JpegTier::kHardware;
-    n_g += r.tier == JpegTier::kCuda;
-  }
+  s.count(jobs, out);
   s.stats.hardware.host_seconds += std::chrono::duration<double>(t_h - t_plan).count();
   s.stats.cuda.host_seconds += std::chrono::duration<double>(t_g - t_h).count();
-  s.stats.classify_seconds += plan_seconds;
-  s.pending_h = n_h, s.pending_g = n_g;
+  s.stats.classify_seconds += std::chrono::duration<double>(t_plan - t0).count();
   return Status();
 }
 

@@ -23,21 +23,38 @@
 // pixels (different IDCTs and upsampling), neither do batches: a
 // reproducible run fixes the share (adaptive = false, the default).
 //
-// Memory. H and G images land in one device arena the decoder owns, grown
-// (never shrunk) when a call needs more and reused by the next call: device
-// memory is never allocated per image. Pixels are interleaved RGB with rows
-// packed (pitch == width * 3, what SampleJob reads). A result is valid on
-// `stream` after the call and until the next decode() call; reading it from
-// another stream needs an event.
+// Memory. H and G images land in two device arenas the decoder owns, used
+// call by call in turn, each grown (never shrunk, in steps of 16 MB) when a
+// call needs more: device memory is never allocated per image. Pixels are
+// interleaved RGB with rows packed (pitch == width * 3, what SampleJob
+// reads). A result is valid on `stream` after the call; every reader of it
+// must be queued on `stream` before the next decode() call, and its arena
+// is written again one call later, once those readers are done. nvJPEG's
+// own buffers come through sluice's allocators (counted in stats()) with a
+// padding that covers the largest image seen, and the engine's memory is
+// reserved ahead for the batch's largest image, so that cudaMalloc and
+// cudaFree (which waits for the whole device) stay out of a running epoch.
 //
-// Streams. Engine batches run on the caller's stream; CUDA-path images on
-// the decoder's own stream, which waits for the caller's stream before its
-// first write and which the caller's stream waits for after its last, so
-// all work is ordered on `stream` as if it ran there, and H and G overlap.
-// The host blocks only where nvJPEG requires: its host phase (Huffman on the
-// CPU for small images), before reusing one of the two pinned staging
-// buffers or re-initialising the engine's state for its next batch, and
-// when the arena grows.
+// Streams, and where nvJPEG departs from them. Engine batches are issued on
+// the caller's stream, but the engine writes its output when the call is
+// made, whatever the stream holds (torchcodec PR #1634, torchvision PR
+// #9606): the host first waits until the readers of the arena it writes
+// are done. CUDA-path images run on the decoder's own stream, which waits
+// for the caller's stream before its first write and which the caller's
+// stream waits for after its last, so all work is ordered on `stream` as
+// if it ran there, and H and G overlap. The CUDA path's decoupled calls
+// are not ordered by its stream alone either (nvjpegDecodeJpegTransferToDevice
+// is partly synchronous with the host): its resources come in two lanes
+// used image by image in turn, and the host waits for a lane's previous
+// image before reusing it, as NVIDIA's sample and DALI do. The host also
+// blocks in nvJPEG's host phase (Huffman on the CPU for small images),
+// before re-initialising the engine's state for its next batch, and when
+// an arena grows.
+//
+// Damaged files. nvJPEG is asked for strict bitstream checks
+// (NVJPEG_FLAGS_BITSTREAM_STRICT) so that a truncated or corrupt file fails
+// on the GPU and goes to tier C, where the CPU decode reports it as the bad
+// sample it is, instead of decoding to plausible garbage.
 //
 // Destroy a decoder only after `stream` is done with its results.
 //
@@ -119,7 +136,18 @@ struct GpuJpegStats {
   double hardware_share = 0;              // current share
   bool hardware_available = false;        // the engine exists and is used
   bool nvjpeg_available = false;
-  std::string nvjpeg_library;  // or why none is used
+  bool strict_bitstream = false;  // nvJPEG accepted NVJPEG_FLAGS_BITSTREAM_STRICT
+  std::string nvjpeg_library;     // or why none is used
+  // Libraries the search passed over: "<candidate>: <why not>".
+  std::vector<std::string> nvjpeg_refused;
+  // Allocations. nvJPEG's own buffers through sluice's allocators since
+  // this decoder started (cudaMalloc + cudaHostAlloc calls, and the frees
+  // that replaced a buffer too small: each one waits for the whole device).
+  // Process-wide counts: two decoders at once count each other's.
+  uint64_t nvjpeg_allocations = 0, nvjpeg_reallocations = 0;
+  uint64_t arena_allocations = 0;      // the output arenas' cudaMalloc calls
+  uint64_t engine_preallocations = 0;  // nvjpegDecodeBatchedPreAllocate calls
+  size_t device_padding = 0;           // nvJPEG's allocation rounding now
 };
 
 class GpuJpegDecoder {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <mutex>
 #include <type_traits>
 
@@ -10,19 +12,17 @@
 namespace sluice::device {
 namespace {
 
-std::string tried_list() {
-  std::string tried;
-  for (const std::string& c : detail::nvjpeg_candidates()) {
-    tried += (tried.empty() ? "" : ", ") + c;
-  }
-  return tried;
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& c : items) out += (out.empty() ? "" : ", ") + c;
+  return out;
 }
 
 // Binds what every use needs; false names the first missing entry point.
 bool bind_required(void* h, Nvjpeg* n, std::string* missing) {
   bool complete = true;
   auto bind = [&](auto& fn, const char* name) {
-    fn = detail::sym<std::remove_reference_t<decltype(fn)>>(h, name);
+    fn = sluice::detail::sym<std::remove_reference_t<decltype(fn)>>(h, name);
     if (!fn && complete) *missing = name;
     complete = complete && fn != nullptr;
   };
@@ -56,7 +56,7 @@ bool bind_required(void* h, Nvjpeg* n, std::string* missing) {
 
 void bind_optional(void* h, Nvjpeg* n) {
   auto bind = [&](auto& fn, const char* name) {
-    fn = detail::sym<std::remove_reference_t<decltype(fn)>>(h, name);
+    fn = sluice::detail::sym<std::remove_reference_t<decltype(fn)>>(h, name);
   };
   bind(n->DecodeBatchedSupported, "nvjpegDecodeBatchedSupported");
   bind(n->DecodeBatchedInitialize, "nvjpegDecodeBatchedInitialize");
@@ -65,53 +65,105 @@ void bind_optional(void* h, Nvjpeg* n) {
   bind(n->DecodeBatchedSupportedEx, "nvjpegDecodeBatchedSupportedEx");
   bind(n->DecodeBatchedEx, "nvjpegDecodeBatchedEx");
   bind(n->DecodeParamsSetAllowCMYK, "nvjpegDecodeParamsSetAllowCMYK");
+  bind(n->SetDeviceMemoryPadding, "nvjpegSetDeviceMemoryPadding");
+  bind(n->SetPinnedMemoryPadding, "nvjpegSetPinnedMemoryPadding");
+  bind(n->DecodeBatchedPreAllocate, "nvjpegDecodeBatchedPreAllocate");
+}
+
+// Why one loaded candidate does not suit; empty when it does.
+std::string verdict(void* h, int cuda_major, int* major, int* minor, int* patch) {
+  Nvjpeg probe;
+  std::string missing;
+  if (!bind_required(h, &probe, &missing)) return "lacks " + missing + ", which sluice uses";
+  if (probe.GetProperty(kNvjpegMajorVersion, major) != NVJPEG_STATUS_SUCCESS ||
+      probe.GetProperty(kNvjpegMinorVersion, minor) != NVJPEG_STATUS_SUCCESS ||
+      probe.GetProperty(kNvjpegPatchLevel, patch) != NVJPEG_STATUS_SUCCESS) {
+    return "nvjpegGetProperty failed";
+  }
+  // Each nvJPEG is built against one CUDA major version; another runtime's
+  // would fail in the middle of a decode rather than here.
+  if (cuda_major != 0 && *major != cuda_major) {
+    return fmt::format("nvJPEG {}.{}.{} is for CUDA {}, not the runtime's CUDA {}", *major, *minor,
+                       *patch, *major, cuda_major);
+  }
+  return {};
 }
 
 }  // namespace
 
+namespace detail {
+
+NvjpegSearch search_nvjpeg(int cuda_major) {
+  NvjpegSearch s;
+  s.tried = sluice::detail::nvjpeg_candidates();
+  // A copy the process already holds (PyTorch's, torchvision's) first: two
+  // nvJPEGs in one process work, but one is less memory and fewer surprises.
+  for (int flags : {RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD, RTLD_NOW | RTLD_LOCAL}) {
+    for (const std::string& c : s.tried) {
+      void* h = ::dlopen(c.c_str(), flags);
+      if (!h) {
+        // There but not loadable: say why (a name the loader does not
+        // know is only "tried").
+        std::error_code ec;
+        if (flags == (RTLD_NOW | RTLD_LOCAL) && c.find('/') != std::string::npos &&
+            std::filesystem::exists(c, ec)) {
+          const char* err = ::dlerror();
+          s.refused.push_back(c + ": " + (err ? err : "does not load"));
+        }
+        continue;
+      }
+      std::string why = verdict(h, cuda_major, &s.major, &s.minor, &s.patch);
+      if (why.empty()) {
+        s.handle = h;
+        s.library = c;
+        // Stays loaded for the life of the process: handles made from it
+        // may outlive their owner.
+        return s;
+      }
+      ::dlclose(h);
+      const std::string line = c + ": " + why;
+      if (std::find(s.refused.begin(), s.refused.end(), line) == s.refused.end()) {
+        s.refused.push_back(line);
+      }
+    }
+  }
+  s.major = s.minor = s.patch = 0;
+  return s;
+}
+
+}  // namespace detail
+
 Result<std::unique_ptr<Nvjpeg>> Nvjpeg::load(const CudaRuntime& cuda) {
-  std::string which;
-  void* h = detail::open_first(detail::nvjpeg_candidates(), &which);
-  if (!h) {
-    return unavailable_error(
-        fmt::format("no nvJPEG loads (tried {}; set SLUICE_NVJPEG_LIBRARY)", tried_list()));
+  const int cuda_major = cuda.version / 1000;
+  detail::NvjpegSearch s = detail::search_nvjpeg(cuda_major);
+  if (!s.handle) {
+    if (s.refused.empty()) {
+      return unavailable_error(
+          fmt::format("no nvJPEG loads (tried {}; set SLUICE_NVJPEG_LIBRARY)", joined(s.tried)));
+    }
+    return unavailable_error(fmt::format(
+        "no usable nvJPEG for the CUDA runtime ({}, CUDA {}.{}): {} (set SLUICE_NVJPEG_LIBRARY to "
+        "the nvJPEG of CUDA {})",
+        cuda.library, cuda_major, cuda.version % 1000 / 10, joined(s.refused), cuda_major));
   }
   auto n = std::make_unique<Nvjpeg>();
-  n->library = which;
+  n->library = s.library;
+  n->major = s.major, n->minor = s.minor, n->patch = s.patch;
+  n->refused = std::move(s.refused);
   std::string missing;
-  if (!bind_required(h, n.get(), &missing)) {
-    ::dlclose(h);
-    return unavailable_error(fmt::format("{} lacks {}, which sluice uses", which, missing));
-  }
-  bind_optional(h, n.get());
-  if (n->GetProperty(kNvjpegMajorVersion, &n->major) != NVJPEG_STATUS_SUCCESS ||
-      n->GetProperty(kNvjpegMinorVersion, &n->minor) != NVJPEG_STATUS_SUCCESS ||
-      n->GetProperty(kNvjpegPatchLevel, &n->patch) != NVJPEG_STATUS_SUCCESS) {
-    ::dlclose(h);
-    return unavailable_error(which + ": nvjpegGetProperty failed");
-  }
-  // Each nvJPEG is built against one CUDA major version; another runtime's
-  // would fail in the middle of a decode rather than here.
-  const int cuda_major = cuda.version / 1000;
-  if (n->major != cuda_major) {
-    ::dlclose(h);
-    return unavailable_error(fmt::format(
-        "{} is nvJPEG {}.{}.{}, but the CUDA runtime ({}) is CUDA {}.{}: their major versions "
-        "must match (set SLUICE_NVJPEG_LIBRARY to the nvJPEG of CUDA {})",
-        which, n->major, n->minor, n->patch, cuda.library, cuda_major, cuda.version % 1000 / 10,
-        cuda_major));
-  }
-  // The library stays loaded for the life of the process: handles made from
-  // it may outlive this object's owner.
+  bind_required(s.handle, n.get(), &missing);
+  bind_optional(s.handle, n.get());
   return n;
 }
 
 Result<const Nvjpeg*> Nvjpeg::get(const CudaRuntime& cuda) {
-  static std::once_flag once;
-  static Result<std::unique_ptr<Nvjpeg>>* loaded = nullptr;
-  std::call_once(once, [&] { loaded = new Result<std::unique_ptr<Nvjpeg>>(load(cuda)); });
-  if (!loaded->ok()) return loaded->status();
-  return static_cast<const Nvjpeg*>(loaded->value().get());
+  static std::mutex mu;
+  static const Nvjpeg* found = nullptr;  // never destroyed: used until exit
+  std::lock_guard lock(mu);
+  if (found) return found;
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Nvjpeg> n, load(cuda));
+  found = n.release();
+  return found;
 }
 
 Status Nvjpeg::check(nvjpegStatus_t s, std::string_view what) const {

@@ -4,17 +4,21 @@
 // (SLUICE_NVJPEG_LIBRARY). nvJPEG's C API has been ABI-stable since CUDA 11:
 // the values below are those of nvjpeg.h in CUDA 12 and 13.
 //
-// nvJPEG is optional: where it does not load, or its major version differs
-// from the CUDA runtime's (each nvJPEG is built against one runtime), sluice
-// decodes on the CPU. Some entry points are optional too; a missing one turns
-// one feature off (the hardware engine, decoding only a region) and is never
-// an error.
+// nvJPEG is optional: where none loads, or none whose major version is the
+// CUDA runtime's (each nvJPEG is built against one runtime), sluice decodes
+// on the CPU. The search goes through every candidate (libraries.h), the
+// copies already loaded in the process first, and keeps the first that
+// suits; what it passed over, and why, is kept for `sluice doctor` and
+// stats(). Some entry points are optional too; a missing one turns one
+// feature off (the hardware engine, decoding only a region, strict
+// bitstream checks, allocation padding) and is never an error.
 #pragma once
 
 #include <cstddef>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "device/cuda_runtime.h"
 #include "sluice/status.h"
@@ -58,6 +62,14 @@ inline constexpr nvjpegChromaSubsampling_t NVJPEG_CSS_GRAY = 6;
 inline constexpr nvjpegChromaSubsampling_t NVJPEG_CSS_410V = 7;
 inline constexpr nvjpegChromaSubsampling_t NVJPEG_CSS_UNKNOWN = -1;
 
+// nvjpegCreateEx flags. BITSTREAM_STRICT: "nvJPEG library will try to
+// decode a bitstream even if it doesn't strictly follow the JPEG
+// specification. Using this flag will return an error in such cases"
+// (nvJPEG documentation, nvJPEG Flags): without it a truncated or damaged
+// file decodes to plausible garbage and reports success.
+inline constexpr unsigned NVJPEG_FLAGS_DEFAULT = 0;
+inline constexpr unsigned NVJPEG_FLAGS_BITSTREAM_STRICT = 4;
+
 // libraryPropertyType, for nvjpegGetProperty.
 inline constexpr int kNvjpegMajorVersion = 0;
 inline constexpr int kNvjpegMinorVersion = 1;
@@ -80,8 +92,8 @@ struct nvjpegImage_t {
   size_t pitch[NVJPEG_MAX_COMPONENT];
 };
 
-// Allocators (sluice passes null: nvJPEG's defaults, cudaMalloc and
-// cudaHostAlloc, serve its own scratch).
+// Allocators for nvJPEG's own buffers (jpeg_tiers.cc passes counting ones;
+// null means cudaMalloc and cudaHostAlloc).
 struct nvjpegDevAllocator_t {
   int (*dev_malloc)(void**, size_t);
   int (*dev_free)(void*);
@@ -153,6 +165,19 @@ struct Nvjpeg {
   // Optional: CMYK/YCCK files to RGB (without it they are refused, so the
   // CPU decodes them).
   nvjpegStatus_t (*DecodeParamsSetAllowCMYK)(nvjpegDecodeParams_t, int) = nullptr;
+  // Optional: allocation sizes rounded up to a multiple of the padding, so
+  // nvJPEG's buffers grow rarely; and the engine's memory reserved ahead of
+  // its first batch of a given size.
+  nvjpegStatus_t (*SetDeviceMemoryPadding)(size_t, nvjpegHandle_t) = nullptr;
+  nvjpegStatus_t (*SetPinnedMemoryPadding)(size_t, nvjpegHandle_t) = nullptr;
+  nvjpegStatus_t (*DecodeBatchedPreAllocate)(nvjpegHandle_t, nvjpegJpegState_t, int, int, int,
+                                             nvjpegChromaSubsampling_t,
+                                             nvjpegOutputFormat_t) = nullptr;
+
+  // The search that chose this library: "<candidate>: <why not>" for each
+  // one that was there but passed over (another CUDA major version, an
+  // entry point missing, a load error).
+  std::vector<std::string> refused;
 
   bool has_batched() const {
     return DecodeBatchedSupported && DecodeBatchedInitialize && DecodeBatched;
@@ -162,11 +187,13 @@ struct Nvjpeg {
     return has_batched() && has_roi() && DecodeBatchedSupportedEx && DecodeBatchedEx;
   }
 
-  // The library of this process, loaded once for `cuda`: kUnavailable
-  // (naming what was tried, or both versions) where none loads, a required
-  // entry point is missing, or its major version is not the runtime's.
+  // The library of this process for `cuda`: kUnavailable (naming what was
+  // tried and why each candidate that loaded was refused) where none suits.
+  // A library once found is kept for the life of the process; a failed
+  // search is not remembered, so a later call (after PyTorch loaded its
+  // nvJPEG, or with SLUICE_NVJPEG_LIBRARY set) searches again.
   static Result<const Nvjpeg*> get(const CudaRuntime& cuda);
-  // The same, uncached (tests load fakes with different settings).
+  // The same, never kept (tests load fakes with different settings).
   static Result<std::unique_ptr<Nvjpeg>> load(const CudaRuntime& cuda);
 
   // kInternal "<what>: NVJPEG_STATUS_... (N)" unless s is success.
@@ -175,5 +202,23 @@ struct Nvjpeg {
 
 // "NVJPEG_STATUS_BAD_JPEG" etc.; "NVJPEG_STATUS_<n>" for unknown values.
 std::string nvjpeg_status_name(nvjpegStatus_t s);
+
+namespace detail {
+
+// One pass over nvjpeg_candidates() for a CUDA runtime of major version
+// `cuda_major` (0: any): copies already loaded in the process first, then
+// the list in order; the first that loads, has every required entry point
+// and the right major version is chosen and stays loaded. Needs no GPU
+// (nvjpegGetProperty only), so `sluice doctor` uses it too.
+struct NvjpegSearch {
+  void* handle = nullptr;  // the chosen library; null where none suits
+  std::string library;
+  int major = 0, minor = 0, patch = 0;
+  std::vector<std::string> refused;  // "<candidate>: <why not>"
+  std::vector<std::string> tried;    // every candidate looked at
+};
+NvjpegSearch search_nvjpeg(int cuda_major);
+
+}  // namespace detail
 
 }  // namespace sluice::device

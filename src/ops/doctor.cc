@@ -240,24 +240,25 @@ void check_gpus(DoctorReport* r) {
     }
   }
   // nvJPEG: the GPU decode tiers. Its major version must be the runtime's.
-  if (r->nvjpeg_major == 0) {
+  const int runtime_major = r->cuda_runtime_version / 1000;
+  if (r->nvjpeg_major == 0 && r->nvjpeg_refused.empty()) {
     add(r, "cuda", "info",
         "nvJPEG not found: JPEG decoding stays on the CPU (install the CUDA toolkit's libnvjpeg "
         "or pip's nvidia-nvjpeg to decode on the GPU)");
+  } else if (r->nvjpeg_major == 0) {
+    add(r, "cuda", "warn",
+        fmt::format("no usable nvJPEG for CUDA runtime {}: JPEG decoding stays on the CPU",
+                    cuda_version_string(r->cuda_runtime_version)),
+        fmt::format("install nvJPEG for CUDA {} (or set SLUICE_NVJPEG_LIBRARY)", runtime_major));
   } else {
     std::string d = fmt::format("nvJPEG {}.{}.{} ({})", r->nvjpeg_major, r->nvjpeg_minor,
                                 r->nvjpeg_patch, r->nvjpeg_library);
-    int runtime_major = r->cuda_runtime_version / 1000;
-    if (runtime_major != 0 && runtime_major != r->nvjpeg_major) {
-      add(r, "cuda", "warn",
-          d + fmt::format(" does not match CUDA runtime {}: GPU decoding could not use it",
-                          cuda_version_string(r->cuda_runtime_version)),
-          fmt::format("install nvJPEG for CUDA {} (or set SLUICE_NVJPEG_LIBRARY)", runtime_major));
-    } else {
-      add(r, "cuda", "ok",
-          d + (r->cuda_build ? ": JPEGs decode on the GPU with --device cuda"
-                             : ": found, but GPU decoding needs sluice's GPU kernels"));
-    }
+    add(r, "cuda", "ok",
+        d + (r->cuda_build ? ": JPEGs decode on the GPU with --device cuda"
+                           : ": found, but GPU decoding needs sluice's GPU kernels"));
+  }
+  for (const std::string& refused : r->nvjpeg_refused) {
+    add(r, "cuda", "info", "nvJPEG passed over: " + refused);
   }
   if (r->nccl_version) {
     add(r, "cuda", "ok",
@@ -372,6 +373,7 @@ std::string format_doctor_json(const DoctorReport& r) {
                                                        r.nvjpeg_patch)
                                          : std::string()},
                {"nvjpeg_library", r.nvjpeg_library},
+               {"nvjpeg_refused", r.nvjpeg_refused},
                {"cuda_build", r.cuda_build}};
   j["torch_build"] = r.torch_build;
   j["torch_version"] = r.torch_version;

@@ -5,6 +5,8 @@
 
 #include <cstdlib>
 
+#include "device/nvjpeg.h"
+
 namespace sluice::detail {
 namespace {
 
@@ -49,37 +51,38 @@ void probe_nvml(DoctorReport* r) {
   // NVML stays loaded: unloading a driver library mid-process is not safe.
 }
 
+// The first runtime on the search list that answers for its version (one
+// that loads but cannot, a stub say, is passed over).
 void probe_cudart(DoctorReport* r) {
-  std::string which;
-  void* h = open_first(cudart_candidates(), &which);
-  if (!h) return;
-  auto runtime = sym<int (*)(int*)>(h, "cudaRuntimeGetVersion");
-  auto driver = sym<int (*)(int*)>(h, "cudaDriverGetVersion");
-  int v = 0;
-  if (runtime && runtime(&v) == 0) {
-    r->cudart_library = which;
+  for (const std::string& c : cudart_candidates()) {
+    void* h = ::dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) continue;
+    auto runtime = sym<int (*)(int*)>(h, "cudaRuntimeGetVersion");
+    auto driver = sym<int (*)(int*)>(h, "cudaDriverGetVersion");
+    int v = 0;
+    if (!runtime || runtime(&v) != 0 || v <= 0) {
+      ::dlclose(h);
+      continue;
+    }
+    r->cudart_library = c;
     r->cuda_runtime_version = v;
+    int d = 0;
+    if (r->cuda_driver_version == 0 && driver && driver(&d) == 0) r->cuda_driver_version = d;
+    return;
   }
-  int d = 0;
-  if (r->cuda_driver_version == 0 && driver && driver(&d) == 0) r->cuda_driver_version = d;
 }
 
-// nvJPEG's version through nvjpegGetProperty (libraryPropertyType:
-// MAJOR_VERSION 0, MINOR_VERSION 1, PATCH_LEVEL 2), which needs no GPU.
+// nvJPEG as the GPU decoder would choose it: the search of nvjpeg.h for
+// the runtime found above (any version without one), with what it passed
+// over. nvjpegGetProperty needs no GPU.
 void probe_nvjpeg(DoctorReport* r) {
-  std::string which;
-  void* h = open_first(nvjpeg_candidates(), &which);
-  if (!h) return;
-  auto property = sym<int (*)(int, int*)>(h, "nvjpegGetProperty");
-  int major = 0, minor = 0, patch = 0;
-  if (property && property(0, &major) == 0 && property(1, &minor) == 0 &&
-      property(2, &patch) == 0 && major > 0) {
-    r->nvjpeg_library = which;
-    r->nvjpeg_major = major;
-    r->nvjpeg_minor = minor;
-    r->nvjpeg_patch = patch;
-  }
-  ::dlclose(h);
+  device::detail::NvjpegSearch s = device::detail::search_nvjpeg(r->cuda_runtime_version / 1000);
+  r->nvjpeg_refused = s.refused;
+  if (!s.handle) return;
+  r->nvjpeg_library = s.library;
+  r->nvjpeg_major = s.major;
+  r->nvjpeg_minor = s.minor;
+  r->nvjpeg_patch = s.patch;
 }
 
 void probe_nccl(DoctorReport* r) {

@@ -894,6 +894,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(const PipelineOptions& option
       device::GpuJpegStats js = m.jpeg->stats();
       m.jpeg_note = "nvJPEG " + js.nvjpeg_library;
       m.engine_share = js.hardware_available ? js.hardware_share : 0.0;
+      m.jpeg_stats = std::move(js);
     }
   }
   m.slots.resize(static_cast<size_t>(m.prefetch));
@@ -1072,6 +1073,13 @@ PipelineStats Pipeline::stats() const {
     s.decoded_cuda = impl_->jpeg_stats.cuda.images;
     s.hardware_share = impl_->jpeg_stats.hardware_share;
     s.gpu_decode_fallbacks = impl_->gpu_fallbacks;
+    const device::GpuJpegStats& js = impl_->jpeg_stats;
+    s.nvjpeg_refused = js.nvjpeg_refused;
+    s.gpu_decode_strict = js.strict_bitstream;
+    s.gpu_decode_allocations = js.nvjpeg_allocations + js.arena_allocations;
+    // The arenas' first allocations are not replacements.
+    s.gpu_decode_reallocations =
+        js.nvjpeg_reallocations + (js.arena_allocations > 2 ? js.arena_allocations - 2 : 0);
   }
   return s;
 }

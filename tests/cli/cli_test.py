@@ -479,6 +479,12 @@ class CliTest(unittest.TestCase):
         self.assertGreater(d["h2d_bytes"], 0)
         self.assertIn("nvJPEG", d["gpu_decode"])
         self.assertIsNone(d["gpu_busy_percent"])  # no NVML here
+        self.assertTrue(d["gpu_decode_strict"])
+        self.assertGreater(d["gpu_decode_allocations"], 0)
+        self.assertEqual(d["gpu_decode_reallocations"], 0)
+        self.assertEqual(d["nvjpeg_refused"], [])
+        self.assertRegex(p.stdout, r"GPU decode memory: \d+ allocations, 0 of them replacing a buffer; "
+                                   r"strict bitstream checks on")
         # Same bytes again, whatever the worker count (fixed engine share).
         a = self.bench_digests(out, "--device", "cuda", "--workers", "1", env=FAKE_GPU_ENV)
         b = self.bench_digests(out, "--device", "cuda", "--workers", "3", env=FAKE_GPU_ENV)

@@ -9,7 +9,10 @@
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "device/libraries.h"
 #include "sluice/image.h"
 #include "tests/test_seed.h"
 
@@ -63,9 +67,10 @@ long fake_counter(const char* name) {
 
 class JpegTiersTest : public ::testing::Test {
  protected:
-  static constexpr const char* kKnobs[] = {"FAKE_NVJPEG_NO_HARDWARE", "FAKE_NVJPEG_MAJOR",
-                                           "FAKE_NVJPEG_REFUSE_BYTES", "FAKE_NVJPEG_FAIL_BATCH_AT",
-                                           "FAKE_NVJPEG_FAIL_HYBRID_BYTES"};
+  static constexpr const char* kKnobs[] = {
+      "FAKE_NVJPEG_NO_HARDWARE",       "FAKE_NVJPEG_MAJOR",
+      "FAKE_NVJPEG_REFUSE_BYTES",      "FAKE_NVJPEG_FAIL_BATCH_AT",
+      "FAKE_NVJPEG_FAIL_HYBRID_BYTES", "FAKE_NVJPEG_NO_STRICT"};
 
   void SetUp() override {
     for (const char* k : kKnobs) ::unsetenv(k);
@@ -137,6 +142,43 @@ class JpegTiersTest : public ::testing::Test {
       EXPECT_EQ(crop_pixels(out[i]), reference(std::string(jobs[i].bytes), jobs[i].crop))
           << "job " << i << " tier " << jpeg_tier_name(out[i].tier);
     }
+  }
+
+  // Holds `stream` back for `ms` milliseconds (fake_cuda runs host
+  // functions on the stream's thread): work queued behind it waits, as it
+  // would behind a busy GPU.
+  void stall(cudaStream_t stream, int ms) {
+    auto launch =
+        fake_symbol<int (*)(void*, void (*)(void*), void*)>(SLUICE_FAKE_CUDA, "cudaLaunchHostFunc");
+    ASSERT_NE(launch, nullptr);
+    launch(
+        stream,
+        [](void* p) { ::usleep(static_cast<useconds_t>(reinterpret_cast<intptr_t>(p)) * 1000); },
+        reinterpret_cast<void*>(static_cast<intptr_t>(ms)));
+  }
+
+  // A reader of a batch's results, queued on the stream as the pipeline's
+  // kernel is: copies every crop to the host in stream order.
+  struct Reader {
+    std::vector<GpuJpegResult> results;
+    std::vector<std::vector<uint8_t>> crops;
+  };
+  static void read_in_stream_order(void* p) {
+    auto* r = static_cast<Reader*>(p);
+    for (const GpuJpegResult& g : r->results) {
+      std::vector<uint8_t> out;
+      for (int y = g.crop.y; y < g.crop.y + g.crop.height; ++y) {
+        const uint8_t* row = g.pixels + y * g.pitch + g.crop.x * 3;
+        out.insert(out.end(), row, row + g.crop.width * 3);
+      }
+      r->crops.push_back(std::move(out));
+    }
+  }
+  void queue_reader(Reader* reader) {
+    auto launch =
+        fake_symbol<int (*)(void*, void (*)(void*), void*)>(SLUICE_FAKE_CUDA, "cudaLaunchHostFunc");
+    ASSERT_NE(launch, nullptr);
+    launch(stream_, &read_in_stream_order, reader);
   }
 
   const CudaRuntime* cuda_ = nullptr;
@@ -372,7 +414,7 @@ TEST_F(JpegTiersTest, LargeImagesTakeGpuHuffmanUnlessProgressive) {
   expect_pixels(jobs, out);
 }
 
-TEST_F(JpegTiersTest, ArenaIsReusedAndFreed) {
+TEST_F(JpegTiersTest, ArenasAreReusedAndFreed) {
   auto allocations = fake_symbol<long (*)()>(SLUICE_FAKE_CUDA, "fake_cuda_device_allocations");
   ASSERT_NE(allocations, nullptr);
   const long base = allocations();
@@ -381,10 +423,13 @@ TEST_F(JpegTiersTest, ArenaIsReusedAndFreed) {
   std::vector<GpuJpegJob> jobs;
   for (uint64_t id = 0; id < 16; ++id) jobs.push_back({bytes, whole(bytes), id});
   decode(jobs);
-  const long after_first = allocations();
-  EXPECT_EQ(after_first - base, 1);  // one arena, not one block per image
-  for (int k = 0; k < 3; ++k) expect_pixels(jobs, decode(jobs));
-  EXPECT_EQ(allocations(), after_first);
+  decode(jobs);  // the second arena
+  const long after_two = allocations();
+  for (int k = 0; k < 4; ++k) expect_pixels(jobs, decode(jobs));
+  EXPECT_EQ(allocations(), after_two);
+  GpuJpegStats s = decoder_->stats();
+  EXPECT_EQ(s.arena_allocations, 2u);  // one per arena, not one block per image
+  EXPECT_EQ(s.nvjpeg_reallocations, 0u);
   decoder_.reset();
   EXPECT_EQ(allocations(), base);
 }
@@ -400,6 +445,217 @@ TEST_F(JpegTiersTest, TimingIsCounted) {
   EXPECT_GT(s.hardware.host_seconds + s.cuda.host_seconds, 0);
   EXPECT_GE(s.hardware_share, 0.05);
   EXPECT_LE(s.hardware_share, 0.95);
+}
+
+// Bug: the engine writes when it is called, not in stream order. Batches
+// decoded back to back, each read by work queued on a stream that is still
+// busy, must each be read with their own pixels: batch N+1's engine call
+// may not overwrite what batch N's readers have yet to read.
+TEST_F(JpegTiersTest, EngineWaitsForTheReadersOfWhatItOverwrites) {
+  make_decoder({.hardware_share = 1.0});
+  std::vector<std::string> files;
+  for (const char* f : kBaseline) files.push_back(read_file(f));
+  std::vector<std::vector<GpuJpegJob>> batches;
+  for (size_t b = 0; b < 4; ++b) {
+    std::vector<GpuJpegJob> jobs;
+    for (size_t k = 0; k < 3; ++k) {
+      const std::string& f = files[(b + k) % files.size()];
+      const CropWindow w = whole(f);
+      jobs.push_back({f, {w.width / 8, w.height / 8, w.width / 2, w.height / 2}, b * 3 + k});
+    }
+    batches.push_back(std::move(jobs));
+  }
+  std::vector<Reader> readers(batches.size());
+  stall(stream_, 100);  // the GPU is busy with earlier work
+  for (size_t b = 0; b < batches.size(); ++b) {
+    Status st = decoder_->decode(batches[b], stream_, &readers[b].results);
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    for (const GpuJpegResult& r : readers[b].results) ASSERT_EQ(r.tier, JpegTier::kHardware);
+    queue_reader(&readers[b]);
+  }
+  ASSERT_EQ(cuda_->StreamSynchronize(stream_), cudaSuccess);
+  for (size_t b = 0; b < batches.size(); ++b) {
+    ASSERT_EQ(readers[b].crops.size(), batches[b].size());
+    for (size_t k = 0; k < batches[b].size(); ++k) {
+      EXPECT_EQ(readers[b].crops[k],
+                reference(std::string(batches[b][k].bytes), batches[b][k].crop))
+          << "batch " << b << " image " << k << " was read with another batch's pixels";
+    }
+  }
+}
+
+// Bug: the CUDA path's decoupled calls are not ordered by the stream alone
+// (nvjpegDecodeJpegTransferToDevice writes its device buffer partly at call
+// time). Many images through it while its stream is held back must each
+// come out whole.
+TEST_F(JpegTiersTest, CudaPathReusesItsBuffersOnlyWhenTheirImageIsDone) {
+  make_decoder({.hardware_share = 0.0, .gpu_huffman_min_pixels = 2000});
+  std::vector<std::string> files;
+  for (const char* f : kBaseline) files.push_back(read_file(f));
+  files.push_back(read_file(kProgressive));
+  std::vector<GpuJpegJob> jobs;
+  for (size_t i = 0; i < 12; ++i) {
+    const std::string& f = files[i % files.size()];
+    const CropWindow w = whole(f);
+    const int dx = static_cast<int>(i % 5), dy = static_cast<int>(i % 3);
+    jobs.push_back({f, {dx, dy, w.width - 5, w.height - 3}, i});
+  }
+  Reader reader;
+  stall(stream_, 100);
+  Status st = decoder_->decode(jobs, stream_, &reader.results);
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  queue_reader(&reader);
+  ASSERT_EQ(cuda_->StreamSynchronize(stream_), cudaSuccess);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    ASSERT_EQ(reader.results[i].tier, JpegTier::kCuda);
+    EXPECT_EQ(reader.crops[i], reference(std::string(jobs[i].bytes), jobs[i].crop))
+        << "image " << i << " holds another image's pixels";
+  }
+  EXPECT_GT(fake_counter("fake_nvjpeg_gpu_huffman_decodes"), 0);  // both backends ran
+}
+
+// Strict bitstream checks: a file cut mid-scan fails on the GPU (and so
+// reaches the CPU, which reports it as a bad sample) instead of decoding to
+// the grey-filled picture nvJPEG makes of it by default.
+TEST_F(JpegTiersTest, DamagedFilesAreLeftToTheCpu) {
+  const std::string cut = read_file("jpeg/wuffs-peacock.default.truncated.jpeg");
+  const std::string good = read_file(kBaseline[2]);
+  for (double share : {0.0, 1.0}) {
+    make_decoder({.hardware_share = share});
+    EXPECT_TRUE(decoder_->stats().strict_bitstream);
+    std::vector<GpuJpegJob> jobs = {{cut, whole(cut), 1}, {good, whole(good), 2}};
+    auto out = decode(jobs);
+    EXPECT_EQ(out[0].tier, JpegTier::kCpu) << "share " << share;
+    EXPECT_NE(out[0].cpu_reason.message().find("BAD_JPEG"), std::string_view::npos)
+        << out[0].cpu_reason.to_string();
+    EXPECT_NE(out[1].tier, JpegTier::kCpu);
+    expect_pixels(jobs, out);
+  }
+  // A library that refuses the flag still decodes, without the checks.
+  ::setenv("FAKE_NVJPEG_NO_STRICT", "1", 1);
+  make_decoder({.hardware_share = 0.0});
+  EXPECT_FALSE(decoder_->stats().strict_bitstream);
+  const long lenient = fake_counter("fake_nvjpeg_lenient_decodes");
+  EXPECT_EQ(decode({{cut, whole(cut), 1}})[0].tier, JpegTier::kCuda);
+  EXPECT_EQ(fake_counter("fake_nvjpeg_lenient_decodes"), lenient + 1);
+}
+
+// nvJPEG's buffers are sized once for the largest image and kept: after the
+// first batches no allocation and no free (each free waits for the whole
+// device) happens, for the engine and for both CUDA-path backends.
+TEST_F(JpegTiersTest, NvjpegBuffersGrowRarely) {
+  make_decoder({.hardware_share = 0.5, .gpu_huffman_min_pixels = 5000});
+  std::vector<std::string> files;
+  for (const char* f : kBaseline) files.push_back(read_file(f));
+  files.push_back(read_file(kProgressive));
+  std::vector<GpuJpegJob> small, large;
+  for (uint64_t id = 0; id < 24; ++id) {
+    const std::string& f = files[id % files.size()];
+    const CropWindow w = whole(f);
+    small.push_back({f, {0, 0, std::max(1, w.width / 4), std::max(1, w.height / 4)}, id});
+    large.push_back({f, w, id});
+  }
+  expect_pixels(small, decode(small));
+  expect_pixels(large, decode(large));
+  const GpuJpegStats first = decoder_->stats();
+  EXPECT_GT(first.nvjpeg_allocations, 0u);
+  EXPECT_EQ(first.nvjpeg_reallocations, 0u);
+  EXPECT_GE(first.device_padding, size_t{16} << 20);
+  for (int k = 0; k < 3; ++k) {
+    expect_pixels(small, decode(small));
+    expect_pixels(large, decode(large));
+  }
+  const GpuJpegStats later = decoder_->stats();
+  EXPECT_EQ(later.nvjpeg_allocations, first.nvjpeg_allocations);
+  EXPECT_EQ(later.nvjpeg_reallocations, 0u);
+  EXPECT_EQ(later.arena_allocations, 2u);
+  EXPECT_EQ(later.engine_preallocations, first.engine_preallocations);
+  EXPECT_GE(first.engine_preallocations, 1u);
+}
+
+// The library search: every candidate is tried, one for another CUDA
+// version is passed over (and named), a failed search is not remembered.
+TEST_F(JpegTiersTest, SearchGoesOnPastALibraryForAnotherCuda) {
+  // Fresh copies, so that nothing earlier in this process has loaded them.
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("sluice-search-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path v12 = dir / "libnvjpeg.so.12", v13 = dir / "libnvjpeg.so.13";
+  fs::copy_file(SLUICE_FAKE_NVJPEG_CUDA12, v12, fs::copy_options::overwrite_existing);
+  fs::copy_file(SLUICE_FAKE_NVJPEG, v13, fs::copy_options::overwrite_existing);
+  ::setenv("SLUICE_NVJPEG_LIBRARY",
+           (v12.string() + ":/nonexistent/libnvjpeg.so.13:" + v13.string()).c_str(), 1);
+  auto lib = Nvjpeg::load(*cuda_);
+  ASSERT_TRUE(lib.ok()) << lib.status().to_string();
+  EXPECT_EQ((*lib)->library, v13.string());
+  EXPECT_EQ((*lib)->major, 13);
+  ASSERT_EQ((*lib)->refused.size(), 1u);
+  EXPECT_NE((*lib)->refused[0].find(v12.string()), std::string::npos);
+  EXPECT_NE((*lib)->refused[0].find("is for CUDA 12, not the runtime's CUDA 13"), std::string::npos)
+      << (*lib)->refused[0];
+  // Only the wrong one: unavailable, naming it and why.
+  ::setenv("SLUICE_NVJPEG_LIBRARY", v12.c_str(), 1);
+  auto none = Nvjpeg::load(*cuda_);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(none.status().message().find("no usable nvJPEG"), std::string_view::npos);
+  EXPECT_NE(none.status().message().find("nvJPEG 12.0.0"), std::string_view::npos);
+  // get(): the failure is not kept; the next call finds the right one.
+  auto failed = Nvjpeg::get(*cuda_);
+  EXPECT_FALSE(failed.ok());
+  ::setenv("SLUICE_NVJPEG_LIBRARY", v13.c_str(), 1);
+  auto found = Nvjpeg::get(*cuda_);
+  ASSERT_TRUE(found.ok()) << found.status().to_string();
+  EXPECT_EQ((*found)->library, v13.string());
+  fs::remove_all(dir);  // the loaded copies stay mapped
+}
+
+// pip's wheels in the active Python environment: a venv named by
+// $VIRTUAL_ENV, or the one whose python3 comes first on $PATH.
+TEST_F(JpegTiersTest, SearchLooksInThePythonEnvironment) {
+  namespace fs = std::filesystem;
+  const fs::path venv = fs::temp_directory_path() / ("sluice-venv-" + std::to_string(::getpid()));
+  const fs::path lib13 = venv / "lib/python3.12/site-packages/nvidia/cu13/lib";
+  const fs::path lib12 = venv / "lib/python3.12/site-packages/nvidia/cu12/lib";
+  fs::create_directories(lib13);
+  fs::create_directories(lib12);
+  fs::create_directories(venv / "bin");
+  std::ofstream(venv / "pyvenv.cfg") << "home = /usr/bin\n";
+  std::ofstream(venv / "bin/python3") << "#!/bin/sh\n";
+  fs::permissions(venv / "bin/python3", fs::perms::owner_all);
+  fs::copy_file(SLUICE_FAKE_NVJPEG_CUDA12, lib12 / "libnvjpeg.so.12");
+  fs::copy_file(SLUICE_FAKE_NVJPEG, lib13 / "libnvjpeg.so.13");
+  ::unsetenv("SLUICE_NVJPEG_LIBRARY");
+  ::unsetenv("VIRTUAL_ENV");
+  ::unsetenv("CONDA_PREFIX");
+  const std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  ::setenv("PATH", ((venv / "bin").string() + ":" + path).c_str(), 1);
+  auto candidates = sluice::detail::nvjpeg_candidates();
+  ::setenv("PATH", path.c_str(), 1);
+  auto has = [&](const fs::path& p) {
+    return std::find(candidates.begin(), candidates.end(), p.string()) != candidates.end();
+  };
+  EXPECT_TRUE(has(lib13 / "libnvjpeg.so.13"));
+  EXPECT_TRUE(has(lib12 / "libnvjpeg.so.12"));
+  ::setenv("VIRTUAL_ENV", venv.c_str(), 1);
+  candidates = sluice::detail::nvjpeg_candidates();
+  EXPECT_TRUE(has(lib13 / "libnvjpeg.so.13"));
+  // Loaded already (as PyTorch would have), the venv's copies come first
+  // (cu12 before cu13 in the list): the CUDA 12 one is refused, the CUDA 13
+  // one chosen.
+  void* h12 = ::dlopen((lib12 / "libnvjpeg.so.12").c_str(), RTLD_NOW | RTLD_LOCAL);
+  void* h13 = ::dlopen((lib13 / "libnvjpeg.so.13").c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h12, nullptr);
+  ASSERT_NE(h13, nullptr);
+  detail::NvjpegSearch found = detail::search_nvjpeg(13);
+  ::unsetenv("VIRTUAL_ENV");
+  EXPECT_EQ(found.library, (lib13 / "libnvjpeg.so.13").string());
+  EXPECT_EQ(found.major, 13);
+  bool refused12 = false;
+  for (const std::string& r : found.refused)
+    refused12 |= r.find("libnvjpeg.so.12") != std::string::npos;
+  EXPECT_TRUE(refused12);
+  fs::remove_all(venv);
 }
 
 TEST(AdaptShare, MovesTowardBalanceAndBacksOffOnTail) {

@@ -87,14 +87,36 @@ TEST(DoctorTest, NvjpegIsFoundWithItsVersionOrSaidMissing) {
   ::setenv("SLUICE_NVJPEG_LIBRARY", SLUICE_FAKE_NVJPEG, 1);
   DoctorReport r = run_doctor({});
   EXPECT_EQ(r.nvjpeg_major, 13);
-  EXPECT_EQ(r.nvjpeg_patch, 2);
   EXPECT_EQ(r.nvjpeg_library, SLUICE_FAKE_NVJPEG);
-  EXPECT_TRUE(has(r, "ok", "nvJPEG 13.0.2"));
-  EXPECT_NE(format_doctor_json(r).find("\"nvjpeg\": \"13.0.2\""), std::string::npos);
+  EXPECT_TRUE(has(r, "ok", "nvJPEG 13.0.0"));
+  EXPECT_NE(format_doctor_json(r).find("\"nvjpeg\": \"13.0.0\""), std::string::npos);
   ::setenv("SLUICE_NVJPEG_LIBRARY", "/nonexistent/libnvjpeg.so.13", 1);
   r = run_doctor({});
   EXPECT_EQ(r.nvjpeg_major, 0);
   EXPECT_TRUE(has(r, "info", "nvJPEG not found"));
+}
+
+// The search the GPU decoder makes: past an nvJPEG for another CUDA to the
+// one for the runtime, saying what it passed over and why.
+TEST(DoctorTest, NvjpegSearchSaysWhatItPassedOver) {
+  ::setenv("SLUICE_NVML_LIBRARY", SLUICE_FAKE_NVML, 1);
+  ::setenv("SLUICE_CUDART_LIBRARY", SLUICE_FAKE_CUDART, 1);  // runtime 13.0
+  ::setenv("SLUICE_NVJPEG_LIBRARY",
+           (std::string(SLUICE_FAKE_NVJPEG_CUDA12) + ":" + SLUICE_FAKE_NVJPEG).c_str(), 1);
+  DoctorReport r = run_doctor({});
+  EXPECT_EQ(r.nvjpeg_library, SLUICE_FAKE_NVJPEG);
+  ASSERT_EQ(r.nvjpeg_refused.size(), 1u);
+  EXPECT_TRUE(has(r, "info",
+                  "nvJPEG passed over: " + std::string(SLUICE_FAKE_NVJPEG_CUDA12) +
+                      ": nvJPEG 12.0.0 is for CUDA 12, not the runtime's CUDA 13"));
+  EXPECT_NE(format_doctor_json(r).find("nvjpeg_refused"), std::string::npos);
+  ::setenv("SLUICE_NVJPEG_LIBRARY", SLUICE_FAKE_NVJPEG_CUDA12, 1);
+  r = run_doctor({});
+  EXPECT_EQ(r.nvjpeg_major, 0);
+  EXPECT_TRUE(has(r, "warn", "no usable nvJPEG for CUDA runtime 13.0"));
+  EXPECT_TRUE(has(r, "info", "nvJPEG passed over"));
+  ::unsetenv("SLUICE_NVJPEG_LIBRARY");
+  ::unsetenv("SLUICE_CUDART_LIBRARY");
 }
 
 TEST(DoctorTest, LibTorchComesFromTheTrainerOrIsSaidMissing) {
