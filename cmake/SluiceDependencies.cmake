@@ -53,16 +53,26 @@ if(NOT SLUICE_TORCH STREQUAL "OFF")
       endif()
     endforeach()
   endif()
-  # c10d's Gloo process group needs Gloo's headers (Debian: libgloo-dev).
+  # c10d's Gloo process group (CPU data parallel, --procs) needs Gloo's
+  # headers: Debian's libgloo-dev has them, pip's PyTorch wheels do not
+  # (their libtorch has Gloo inside, but no header to reach it). Without
+  # them the trainer is built all the same, with NCCL for GPUs only.
   if(Torch_FOUND)
     find_path(GLOO_INCLUDE_DIR gloo/rendezvous/store.h HINTS ${TORCH_INCLUDE_DIRS})
   endif()
-  if(Torch_FOUND AND GLOO_INCLUDE_DIR)
+  if(Torch_FOUND)
     set(SLUICE_WITH_TORCH ON)
-    message(STATUS "sluice: LibTorch ${Torch_VERSION} found, building sluice-train")
+    if(GLOO_INCLUDE_DIR)
+      set(SLUICE_WITH_GLOO ON)
+      message(STATUS "sluice: LibTorch ${Torch_VERSION} found, building sluice-train")
+    else()
+      set(SLUICE_WITH_GLOO OFF)
+      message(STATUS "sluice: LibTorch ${Torch_VERSION} found, building sluice-train without "
+        "Gloo (no gloo/ headers: CPU data parallel off, NCCL on GPUs)")
+    endif()
   elseif(SLUICE_TORCH STREQUAL "ON")
-    message(FATAL_ERROR "SLUICE_TORCH=ON but LibTorch (or Gloo's headers) was not found: "
-      "install libtorch-dev and libgloo-dev, or PyTorch, or configure with -DSLUICE_TORCH=OFF")
+    message(FATAL_ERROR "SLUICE_TORCH=ON but LibTorch was not found: install libtorch-dev "
+      "(and libgloo-dev), or PyTorch, or configure with -DSLUICE_TORCH=OFF")
   else()
     message(STATUS "sluice: LibTorch not found, building without sluice-train")
   endif()

@@ -1,7 +1,9 @@
 #include "train/distributed.h"
 
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef SLUICE_WITH_GLOO
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
 #ifdef USE_C10D_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
@@ -30,7 +32,7 @@ Result<int> env_int(std::initializer_list<const char*> names, int fallback, bool
   return fallback;
 }
 
-bool is_loopback(const std::string& addr) {
+[[maybe_unused]] bool is_loopback(const std::string& addr) {
   return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
 }
 
@@ -83,6 +85,13 @@ Result<std::unique_ptr<Communicator>> Communicator::create(const DistEnv& env, b
   auto c = std::unique_ptr<Communicator>(new Communicator());
   c->env_ = env;
   if (env.world_size == 1) return c;
+#ifndef SLUICE_WITH_GLOO
+  if (!cuda) {
+    return failed_precondition_error(
+        "this sluice-train was built without Gloo's headers (pip's PyTorch ships none): data "
+        "parallel on CPUs needs them (Debian: libgloo-dev); on GPUs use --device cuda (NCCL)");
+  }
+#endif
   try {
     c10d::TCPStoreOptions so;
     so.port = static_cast<uint16_t>(env.master_port);
@@ -103,6 +112,7 @@ Result<std::unique_ptr<Communicator>> Communicator::create(const DistEnv& env, b
           "LibTorch (see README: Training on GPUs)");
 #endif
     }
+#ifdef SLUICE_WITH_GLOO
     auto opts = c10d::ProcessGroupGloo::Options::create(std::chrono::minutes(30));
     if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname != nullptr && *ifname) {
       opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
@@ -112,6 +122,7 @@ Result<std::unique_ptr<Communicator>> Communicator::create(const DistEnv& env, b
       opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
     }
     c->group_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world_size, opts);
+#endif
   } catch (const std::exception& e) {
     return failed_precondition_error(
         fmt::format("rank {} of {}: cannot join the process group at {}:{}: {}", env.rank,
