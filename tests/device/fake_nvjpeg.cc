@@ -57,12 +57,14 @@
 // Ex batched calls (an older library), so callers must decode whole images.
 // Counters (fake_nvjpeg_*) let tests see which paths ran.
 // jpeglib.h needs size_t and FILE declared first.
+// clang-format off
+#include <cstddef>
+#include <cstdio>
 #include <jpeglib.h>
+// clang-format on
 
 #include <atomic>
 #include <csetjmp>
-#include <cstddef>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
