@@ -39,6 +39,12 @@ endif()
 # machines) names its own with torch.utils.cmake_prefix_path.
 set(SLUICE_WITH_TORCH OFF)
 if(NOT SLUICE_TORCH STREQUAL "OFF")
+  # A CUDA LibTorch checks nvcc with a test program in the project's C++
+  # standard (20), which CMake before 3.26 cannot ask of nvcc; sluice's own
+  # CUDA code is C++17 (src/cuda).
+  if(NOT DEFINED CMAKE_CUDA_STANDARD)
+    set(CMAKE_CUDA_STANDARD 17)
+  endif()
   find_package(Torch QUIET)
   if(NOT Torch_FOUND)
     foreach(py python3 /usr/bin/python3)

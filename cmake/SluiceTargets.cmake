@@ -10,10 +10,15 @@ function(sluice_target_warnings target)
 endfunction()
 
 # sluice_module(NAME SOURCES ... [PUBLIC_DEPS ...] [PRIVATE_DEPS ...])
-# Declares the static library sluice_<NAME>, aliased sluice::<NAME>.
+# Declares the library sluice_<NAME>, aliased sluice::<NAME>: static, or
+# shared with SLUICE_SHARED_MODULES.
 function(sluice_module name)
   cmake_parse_arguments(ARG "" "" "SOURCES;PUBLIC_DEPS;PRIVATE_DEPS" ${ARGN})
-  add_library(sluice_${name} STATIC ${ARG_SOURCES})
+  if(SLUICE_SHARED_MODULES)
+    add_library(sluice_${name} SHARED ${ARG_SOURCES})
+  else()
+    add_library(sluice_${name} STATIC ${ARG_SOURCES})
+  endif()
   add_library(sluice::${name} ALIAS sluice_${name})
   target_include_directories(sluice_${name}
     PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>

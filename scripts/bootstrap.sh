@@ -7,6 +7,8 @@ set -euo pipefail
 # libtorch-dev + libgloo-dev: the trainer (sluice train/extract) with
 # c10d's Gloo process group. libopenblas0-openmp replaces Debian's reference
 # BLAS, which LibTorch's dense layers otherwise run on, about 10x slower.
+# liblapack3: the reference LAPACK that OpenCV's core needs in a GPU bundle
+# (bench/gpu/bundle.sh), 7 MB instead of OpenBLAS's 44.
 packages=(
   build-essential cmake ninja-build pkg-config ccache git
   libturbojpeg0-dev libjpeg62-turbo-dev libspng-dev libopencv-imgproc-dev
@@ -15,7 +17,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-dev pybind11-dev libdlpack-dev
   python3-numpy python3-pytest python3-torch
-  libtorch-dev libgloo-dev libopenblas0-openmp
+  libtorch-dev libgloo-dev libopenblas0-openmp liblapack3
   tmux chromium
 )
 

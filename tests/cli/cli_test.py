@@ -23,6 +23,7 @@ SLUICE = os.environ["SLUICE_BIN"]
 DATA = os.environ["SLUICE_TEST_DATA"]
 FAKE_NVML = os.environ.get("SLUICE_FAKE_NVML", "")
 CHROMIUM = shutil.which("chromium")
+TMUX = shutil.which("tmux")
 REPORT_CHARTS = ("chart-throughput", "chart-shares", "chart-stages", "chart-cpu", "chart-queue")
 
 
@@ -327,6 +328,7 @@ class CliTest(unittest.TestCase):
         self.assertTrue(all(e["dur"] >= 0 and e["ts"] >= 0 for e in spans))
         self.assertIn("consumer", [e["args"]["name"] for e in events if e["ph"] == "M"])
 
+    @unittest.skipUnless(TMUX, "tmux is not installed (scripts/bootstrap.sh installs it)")
     def test_top_in_tmux(self):
         out = self.fresh("tp")
         self.convert(out)

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 
 namespace sluice {
@@ -99,24 +100,32 @@ TEST(DoctorTest, NvjpegIsFoundWithItsVersionOrSaidMissing) {
 // The search the GPU decoder makes: past an nvJPEG for another CUDA to the
 // one for the runtime, saying what it passed over and why.
 TEST(DoctorTest, NvjpegSearchSaysWhatItPassedOver) {
+  // Fresh copies: a library an earlier test of this process loaded would be
+  // found first, as loaded.
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("sluice-doctor-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path v12 = dir / "libnvjpeg.so.12", v13 = dir / "libnvjpeg.so.13";
+  fs::copy_file(SLUICE_FAKE_NVJPEG_CUDA12, v12, fs::copy_options::overwrite_existing);
+  fs::copy_file(SLUICE_FAKE_NVJPEG, v13, fs::copy_options::overwrite_existing);
   ::setenv("SLUICE_NVML_LIBRARY", SLUICE_FAKE_NVML, 1);
   ::setenv("SLUICE_CUDART_LIBRARY", SLUICE_FAKE_CUDART, 1);  // runtime 13.0
-  ::setenv("SLUICE_NVJPEG_LIBRARY",
-           (std::string(SLUICE_FAKE_NVJPEG_CUDA12) + ":" + SLUICE_FAKE_NVJPEG).c_str(), 1);
+  ::setenv("SLUICE_NVJPEG_LIBRARY", (v12.string() + ":" + v13.string()).c_str(), 1);
   DoctorReport r = run_doctor({});
-  EXPECT_EQ(r.nvjpeg_library, SLUICE_FAKE_NVJPEG);
+  EXPECT_EQ(r.nvjpeg_library, v13.string());
   ASSERT_EQ(r.nvjpeg_refused.size(), 1u);
   EXPECT_TRUE(has(r, "info",
-                  "nvJPEG passed over: " + std::string(SLUICE_FAKE_NVJPEG_CUDA12) +
+                  "nvJPEG passed over: " + v12.string() +
                       ": nvJPEG 12.0.0 is for CUDA 12, not the runtime's CUDA 13"));
   EXPECT_NE(format_doctor_json(r).find("nvjpeg_refused"), std::string::npos);
-  ::setenv("SLUICE_NVJPEG_LIBRARY", SLUICE_FAKE_NVJPEG_CUDA12, 1);
+  ::setenv("SLUICE_NVJPEG_LIBRARY", v12.c_str(), 1);
   r = run_doctor({});
   EXPECT_EQ(r.nvjpeg_major, 0);
   EXPECT_TRUE(has(r, "warn", "no usable nvJPEG for CUDA runtime 13.0"));
   EXPECT_TRUE(has(r, "info", "nvJPEG passed over"));
   ::unsetenv("SLUICE_NVJPEG_LIBRARY");
   ::unsetenv("SLUICE_CUDART_LIBRARY");
+  fs::remove_all(dir);  // the loaded copies stay mapped
 }
 
 TEST(DoctorTest, LibTorchComesFromTheTrainerOrIsSaidMissing) {
