@@ -19,7 +19,9 @@ demo: bootstrap
 	cmake --build --preset release --target sluice $$(grep -q 'SLUICE_WITH_TORCH_BUILT:INTERNAL=ON' build/release/CMakeCache.txt && echo sluice-train)
 	./scripts/demo.sh build/release/src/cli/sluice $(DEMO_DIR)
 
-test: bootstrap
+# The interop tests (CTest label interop) need the real clients in build/venv.
+test:
+	@./scripts/bootstrap.sh --interop
 	cmake --preset $(TEST_PRESET) >/dev/null
 	cmake --build --preset $(TEST_PRESET)
 	ctest --preset $(TEST_PRESET)

@@ -40,6 +40,9 @@ struct ImageInfo {
   int width = 0;
   int height = 0;
   int components = 0;  // JPEG: 1, 3 or 4; PNG: channels after expansion
+  // PNG: a tRNS chunk (palette or single-colour transparency) before the
+  // image data, which decoders that keep alpha expand to an alpha channel.
+  bool transparency = false;
   int bit_depth = 8;
   bool progressive = false;  // JPEG progressive, or PNG Adam7 interlaced
   bool arithmetic = false;   // JPEG arithmetic coding

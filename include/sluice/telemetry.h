@@ -136,13 +136,20 @@ struct Verdict {
 // busy time / (wall * workers).
 Verdict bottleneck_verdict(const VerdictInput& input);
 
+// Seconds since the Unix epoch (the system clock): what TensorBoard's Event
+// wall_time and the JSON lines' "time" hold.
+double unix_seconds();
+
 // One JSON object per line: {"step": s, "time": t, "<name>": value, ...},
 // step and time first, then names in map order. Each line is one write(2),
 // so readers see whole lines as they come. The names "step" and "time" are
 // refused (kInvalidArgument); NaN and infinities are written as null.
 class JsonLinesWriter {
  public:
-  static Result<std::unique_ptr<JsonLinesWriter>> create(const std::string& path);
+  // Truncates `path`; with append = true keeps its lines and adds after
+  // them (a resumed run goes on in the same file).
+  static Result<std::unique_ptr<JsonLinesWriter>> create(const std::string& path,
+                                                         bool append = false);
   Status write(int64_t step, double wall_time, const std::map<std::string, double>& values);
   Status close();
   ~JsonLinesWriter();

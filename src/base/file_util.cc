@@ -40,6 +40,12 @@ Result<File> File::create(const std::string& path) {
   return File(fd, path);
 }
 
+Result<File> File::append(const std::string& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return errno_error(path, "cannot open for appending", errno);
+  return File(fd, path);
+}
+
 Result<uint64_t> File::size() const {
   struct stat st;
   if (::fstat(fd_, &st) != 0) return errno_error(path_, "stat", errno);

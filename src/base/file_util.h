@@ -30,6 +30,9 @@ class File {
   static Result<File> open_read(const std::string& path);
   // Creates (truncating) for writing.
   static Result<File> create(const std::string& path);
+  // Opens for writing at the end, creating it if missing (O_APPEND: each
+  // write lands whole at the end, whoever else appends).
+  static Result<File> append(const std::string& path);
 
   int fd() const { return fd_; }
   const std::string& path() const { return path_; }

@@ -168,6 +168,20 @@ json status_json(const PipelineStats& s, double wall, double recent_rate, uint64
       {"done", done}};
 }
 
+// One sample of the run's figures, to both logs: the JSON line first, so a
+// reader that finds a step in the (flushed) event file also finds its line.
+// Both carry the same Unix wall time, which TensorBoard's wall_time means.
+Status log_figures(TensorBoardWriter* tb, JsonLinesWriter* jsonl, int64_t step,
+                   const std::map<std::string, double>& figures) {
+  double wall = unix_seconds();
+  if (jsonl) SLUICE_RETURN_IF_ERROR(jsonl->write(step, wall, figures));
+  if (!tb) return Status();
+  for (const auto& [name, value] : figures) {
+    SLUICE_RETURN_IF_ERROR(tb->add_scalar("bench/" + name, static_cast<float>(value), step, wall));
+  }
+  return tb->flush();
+}
+
 Result<RunResult> run_pipeline(const PipelineOptions& po, int epochs, int64_t max_batches,
                                std::optional<PipelineState> start, bool digest,
                                TensorBoardWriter* tb, JsonLinesWriter* jsonl = nullptr,
@@ -247,23 +261,11 @@ Result<RunResult> run_pipeline(const PipelineOptions& po, int epochs, int64_t ma
         auto cpu = sample_process();
         double cores =
             cpu.ok() && cpu0.ok() && wall > 0 ? (cpu->cpu_seconds - cpu0->cpu_seconds) / wall : 0;
-        int64_t step = static_cast<int64_t>(r.batches);
-        SLUICE_RETURN_IF_ERROR(
-            tb->add_scalar("bench/images_per_second", static_cast<float>(rate), step, wall));
-        SLUICE_RETURN_IF_ERROR(tb->add_scalar("bench/consumer_wait_share",
-                                              static_cast<float>(wait_share), step, wall));
-        SLUICE_RETURN_IF_ERROR(
-            tb->add_scalar("bench/cpu_cores_busy", static_cast<float>(cores), step, wall));
-        SLUICE_RETURN_IF_ERROR(tb->add_scalar("bench/workers_active",
-                                              static_cast<float>(now.active_workers), step, wall));
-        SLUICE_RETURN_IF_ERROR(tb->flush());
-        if (jsonl) {
-          SLUICE_RETURN_IF_ERROR(jsonl->write(step, wall,
-                                              {{"images_per_second", rate},
-                                               {"consumer_wait_share", wait_share},
-                                               {"cpu_cores_busy", cores},
-                                               {"workers_active", now.active_workers}}));
-        }
+        SLUICE_RETURN_IF_ERROR(log_figures(tb, jsonl, static_cast<int64_t>(r.batches),
+                                           {{"images_per_second", rate},
+                                            {"consumer_wait_share", wait_share},
+                                            {"cpu_cores_busy", cores},
+                                            {"workers_active", now.active_workers}}));
         images_at_log = r.images;
         last_log = Clock::now();
       }
@@ -609,8 +611,8 @@ int run(BenchCli& c) {
         b->images_per_second, ips > 0 ? 100 * (b->images_per_second / ips - 1) : 0);
   }
   if (tb) {
-    tb->add_scalar("bench/images_per_second_total", static_cast<float>(ips),
-                   static_cast<int64_t>(r->batches), r->seconds)
+    log_figures(tb.get(), jsonl.get(), static_cast<int64_t>(r->batches),
+                {{"images_per_second_total", ips}})
         .ignore();
     tb->close().ignore();
   }

@@ -54,6 +54,16 @@ struct Prepared {
   bool rewritten = false;
 };
 
+// image/channels: the channels TensorFlow's decode_image (channels=0)
+// returns for the encoded bytes, so (height, width, channels) is the shape a
+// TensorFlow reader gets. JPEG: 1 for grey, else 3 (CMYK and YCCK come out
+// RGB); PNG: its colour type's, a tRNS chunk adding alpha.
+int encoded_channels(const ImageInfo& info) {
+  if (info.format != ImageFormat::kPng) return info.components == 1 ? 1 : 3;
+  bool adds_alpha = info.transparency && (info.components == 1 || info.components == 3);
+  return info.components + (adds_alpha ? 1 : 0);
+}
+
 Prepared prepare(const SourceItem& item, const std::vector<std::string>& classes,
                  const ConvertOptions& options) {
   Prepared p;
@@ -76,7 +86,7 @@ Prepared prepare(const SourceItem& item, const std::vector<std::string>& classes
   std::string encoded = std::move(bytes).value();
   ImageFormat format = info->format;
   int width = info->width, height = info->height;
-  int channels = info->components == 1 ? 1 : 3;
+  int channels = encoded_channels(*info);
   if (options.max_side > 0 && std::max(width, height) > options.max_side) {
     auto image = decode_image(encoded, DecodeOptions{.max_pixels = options.max_pixels});
     if (!image.ok()) {

@@ -178,6 +178,21 @@ int png_components(int color_type) {
   }
 }
 
+// Whether a tRNS chunk comes before the first IDAT. Walks the chunk
+// headers only; a list cut short just ends the walk (the decoder reports it).
+bool png_has_trns(const Bytes& b) {
+  static constexpr uint8_t kTrns[4] = {'t', 'R', 'N', 'S'};
+  static constexpr uint8_t kIdat[4] = {'I', 'D', 'A', 'T'};
+  for (size_t pos = kPngIhdrEnd; pos + 8 <= b.size();) {
+    const uint32_t length = b.be32(pos);
+    if (std::memcmp(b.ptr(pos + 4), kTrns, 4) == 0) return true;
+    if (std::memcmp(b.ptr(pos + 4), kIdat, 4) == 0) return false;
+    if (length > b.size() - pos - 8) return false;
+    pos += size_t{12} + length;
+  }
+  return false;
+}
+
 Status probe_png(const Bytes& b, ImageInfo* info) {
   info->format = ImageFormat::kPng;
   if (b.size() < kPngIhdrEnd) return png_error("truncated before the end of IHDR");
@@ -198,6 +213,7 @@ Status probe_png(const Bytes& b, ImageInfo* info) {
   info->width = static_cast<int>(width);
   info->height = static_cast<int>(height);
   info->components = png_components(color_type);
+  info->transparency = png_has_trns(b);
   info->bit_depth = depth;
   info->progressive = b.at(28) == 1;
   return ok_status();

@@ -104,6 +104,16 @@ class StreamRecordReader final : public RecordReader {
     return s;
   }
 
+  // A damaged compressed stream cannot be read past, so it is final like
+  // any framing error (a caller that goes on after a non-final error would
+  // otherwise ask again forever). The stream names the compressed byte; the
+  // file and the record offset (where TensorFlow reports a truncated record
+  // too) come from here. I/O errors already name the file.
+  Status stream_error(const Status& s) const {
+    if (s.code() != StatusCode::kDataLoss) return s;
+    return data_loss_error(where() + std::string(s.message()));
+  }
+
   // Makes at least n bytes available from begin_, fewer only at the end of
   // the stream. Returns the bytes available.
   Result<size_t> fill(size_t n) {
@@ -120,9 +130,10 @@ class StreamRecordReader final : public RecordReader {
         buf_.resize(std::min(std::max(buf_.size() * 2, size_t{4096}), n));
       }
       size_t want = buf_.size() - end_;
-      SLUICE_ASSIGN_OR_RETURN(size_t got, in_->read(buf_.data() + end_, want));
-      if (got == 0) stream_done_ = true;
-      end_ += got;
+      Result<size_t> got = in_->read(buf_.data() + end_, want);
+      if (!got.ok()) return fail(stream_error(got.status()));
+      if (*got == 0) stream_done_ = true;
+      end_ += *got;
     }
     return end_ - begin_;
   }

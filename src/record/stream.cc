@@ -40,38 +40,16 @@ class InflateInput final : public InputStream {
     reset_state();
   }
 
+  // What inflated before damage (a cut, a corrupt block) is handed over
+  // first, and the error with the next call: the records before the damage
+  // are read, as TensorFlow reads them (their CRCs are checked upstream).
   Result<size_t> read(void* buf, size_t n) override {
-    auto* out = static_cast<uint8_t*>(buf);
+    if (!pending_.ok()) return pending_;
     size_t done = 0;
-    while (done < n && !eof_) {
-      if (state_.avail_in == 0 && !input_done_) SLUICE_RETURN_IF_ERROR(refill());
-      if (state_.block_state == ISAL_BLOCK_FINISH) {
-        SLUICE_RETURN_IF_ERROR(next_member());
-        continue;
-      }
-      if (state_.avail_in == 0 && input_done_) {
-        return data_loss_error(file_.path() + ": compressed stream ends early at byte " +
-                               std::to_string(consumed_) + " (truncated " +
-                               std::string(compression_name(compression_)) + " file)");
-      }
-      state_.next_out = out + done;
-      state_.avail_out = static_cast<uint32_t>(std::min<size_t>(n - done, UINT32_MAX));
-      uint32_t before_in = state_.avail_in;
-      uint32_t before_out = state_.avail_out;
-      int rc = isal_inflate(&state_);
-      consumed_ += before_in - state_.avail_in;
-      done += before_out - state_.avail_out;
-      if (rc < 0) {
-        return data_loss_error(file_.path() + ": corrupt " +
-                               std::string(compression_name(compression_)) + " stream near byte " +
-                               std::to_string(consumed_) + " (" + isal_error_name(rc) + ")");
-      }
-      if (before_in == state_.avail_in && before_out == state_.avail_out &&
-          state_.block_state != ISAL_BLOCK_FINISH && input_done_) {
-        return data_loss_error(file_.path() + ": compressed stream ends early at byte " +
-                               std::to_string(consumed_) + " (truncated)");
-      }
-    }
+    Status s = inflate_into(static_cast<uint8_t*>(buf), n, &done);
+    if (s.ok()) return done;
+    if (done == 0) return s;
+    pending_ = s;
     return done;
   }
 
@@ -82,6 +60,42 @@ class InflateInput final : public InputStream {
 
  private:
   static constexpr size_t kInBytes = size_t{256} << 10;
+
+  // Inflates up to n bytes into out, counting them in *done, until n, the
+  // end of the stream, or an error.
+  Status inflate_into(uint8_t* out, size_t n, size_t* done_out) {
+    size_t& done = *done_out;
+    while (done < n && !eof_) {
+      if (state_.avail_in == 0 && !input_done_) SLUICE_RETURN_IF_ERROR(refill());
+      if (state_.block_state == ISAL_BLOCK_FINISH) {
+        SLUICE_RETURN_IF_ERROR(next_member());
+        continue;
+      }
+      if (state_.avail_in == 0 && input_done_) {
+        return data_loss_error("compressed stream ends early at byte " + std::to_string(consumed_) +
+                               " (truncated " + std::string(compression_name(compression_)) +
+                               " file)");
+      }
+      state_.next_out = out + done;
+      state_.avail_out = static_cast<uint32_t>(std::min<size_t>(n - done, UINT32_MAX));
+      uint32_t before_in = state_.avail_in;
+      uint32_t before_out = state_.avail_out;
+      int rc = isal_inflate(&state_);
+      consumed_ += before_in - state_.avail_in;
+      done += before_out - state_.avail_out;
+      if (rc < 0) {
+        return data_loss_error("corrupt " + std::string(compression_name(compression_)) +
+                               " stream near byte " + std::to_string(consumed_) + " (" +
+                               isal_error_name(rc) + ")");
+      }
+      if (before_in == state_.avail_in && before_out == state_.avail_out &&
+          state_.block_state != ISAL_BLOCK_FINISH && input_done_) {
+        return data_loss_error("compressed stream ends early at byte " + std::to_string(consumed_) +
+                               " (truncated)");
+      }
+    }
+    return Status();
+  }
 
   static const char* isal_error_name(int rc) {
     switch (rc) {
@@ -123,7 +137,7 @@ class InflateInput final : public InputStream {
       state_.avail_in = avail;
       return Status();
     }
-    return data_loss_error(file_.path() + ": unexpected bytes after the end of the " +
+    return data_loss_error("unexpected bytes after the end of the " +
                            std::string(compression_name(compression_)) + " stream at byte " +
                            std::to_string(consumed_));
   }
@@ -135,6 +149,7 @@ class InflateInput final : public InputStream {
   uint64_t consumed_ = 0;
   bool input_done_ = false;
   bool eof_ = false;
+  Status pending_;  // an error met after bytes that read() has handed over
 };
 
 class PlainOutput final : public OutputStream {

@@ -16,6 +16,8 @@ class InputStream {
  public:
   virtual ~InputStream() = default;
   // Reads up to n bytes; fewer only at the end of the stream. 0 = end.
+  // Damage to the stream is kDataLoss naming the compressed byte but not the
+  // file: the record reader adds the file and the record's offset.
   virtual Result<size_t> read(void* buf, size_t n) = 0;
   // Total uncompressed bytes when known in advance (plain files), else -1.
   virtual int64_t known_size() const = 0;

@@ -17,11 +17,12 @@
 #include "sluice/telemetry.h"
 
 namespace sluice {
-namespace {
 
 double unix_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
+
+namespace {
 
 std::string host_name() {
   char buf[256] = {};
@@ -56,8 +57,10 @@ struct JsonLinesWriter::Impl {
   bool closed = false;
 };
 
-Result<std::unique_ptr<JsonLinesWriter>> JsonLinesWriter::create(const std::string& path) {
-  SLUICE_ASSIGN_OR_RETURN(detail::File file, detail::File::create(path));
+Result<std::unique_ptr<JsonLinesWriter>> JsonLinesWriter::create(const std::string& path,
+                                                                 bool append) {
+  SLUICE_ASSIGN_OR_RETURN(detail::File file,
+                          append ? detail::File::append(path) : detail::File::create(path));
   std::unique_ptr<JsonLinesWriter> w(new JsonLinesWriter());
   w->impl_ = std::make_unique<Impl>();
   w->impl_->file = std::move(file);

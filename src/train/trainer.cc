@@ -192,8 +192,12 @@ class Trainer {
     if (cpu0.ok() && cpu1.ok()) run_cpu_aside_ += cpu1->cpu_seconds - cpu0->cpu_seconds;
     return s;
   }
+  // To TensorBoard and, with the same step and wall time, to train.jsonl
+  // beside it: one line per scalar, named by its tag.
   void log_scalar(const std::string& tag, double v, int64_t step) {
-    if (tb_) (void)tb_->add_scalar(tag, static_cast<float>(v), step, wall_time());
+    double wall = wall_time();
+    if (jsonl_) (void)jsonl_->write(step, wall, {{tag, v}});
+    if (tb_) (void)tb_->add_scalar(tag, static_cast<float>(v), step, wall);
   }
   static double wall_time() {
     return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
@@ -210,6 +214,7 @@ class Trainer {
   training::LossScaler scaler_;
   std::unique_ptr<GradientBuckets> buckets_;
   std::unique_ptr<TensorBoardWriter> tb_;
+  std::unique_ptr<JsonLinesWriter> jsonl_;
   training::AutocastScope::Mode autocast_{};
   int64_t step_ = 0;
   int start_epoch_ = 0;
@@ -282,6 +287,10 @@ Status Trainer::setup() {
   if (leader() && !o_.logdir.empty()) {
     SLUICE_ASSIGN_OR_RETURN(tb_, TensorBoardWriter::create(o_.logdir));
     summary_.event_file = tb_->path();
+    // Appended: a resumed run adds a second event file, and its lines here.
+    SLUICE_ASSIGN_OR_RETURN(
+        jsonl_, JsonLinesWriter::create((std::filesystem::path(o_.logdir) / "train.jsonl").string(),
+                                        /*append=*/true));
   }
   if (leader() && !o_.checkpoint_dir.empty()) {
     std::error_code ec;
@@ -868,6 +877,7 @@ Result<TrainSummary> Trainer::run() {
   finish_run_figures();
   write_status(/*done=*/true);
   if (tb_) SLUICE_RETURN_IF_ERROR(tb_->close());
+  if (jsonl_) SLUICE_RETURN_IF_ERROR(jsonl_->close());
   return summary_;
 }
 

@@ -54,5 +54,19 @@ TEST(FileUtilTest, PreadShortAtEnd) {
   EXPECT_EQ(std::string(buf, 2), "ef");
 }
 
+TEST(FileUtilTest, AppendWritesAfterWhatIsThere) {
+  TempDir dir;
+  std::string path = dir.path() + "/a";
+  for (const char* part : {"abc", "def"}) {
+    auto f = File::append(path);  // creates the file the first time
+    ASSERT_TRUE(f.ok()) << f.status().to_string();
+    ASSERT_TRUE(f->write_all(part, 3).ok());
+    ASSERT_TRUE(f->close().ok());
+  }
+  EXPECT_EQ(*read_file(path), "abcdef");
+  auto missing = File::append(dir.path() + "/no/such/folder");
+  EXPECT_FALSE(missing.ok());
+}
+
 }  // namespace
 }  // namespace sluice::detail

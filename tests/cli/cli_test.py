@@ -308,8 +308,11 @@ class CliTest(unittest.TestCase):
         self.assertEqual(set(j["stages"]), {"read", "decode", "augment", "batch", "idle"})
         self.assertTrue(os.path.exists(os.path.join(self.tmp, "tb", "bench.jsonl")))
         events = [f for f in os.listdir(os.path.join(self.tmp, "tb")) if f.startswith("events.out.tfevents.")]
-        for line in slurp(os.path.join(self.tmp, "tb", "bench.jsonl")).splitlines():
-            self.assertIn("images_per_second", json.loads(line))
+        lines = [json.loads(l) for l in slurp(os.path.join(self.tmp, "tb", "bench.jsonl")).splitlines()]
+        for line in lines[:-1]:  # one a second while the run lasts
+            self.assertIn("images_per_second", line)
+        self.assertEqual(set(lines[-1]), {"step", "time", "images_per_second_total"})
+        self.assertEqual(lines[-1]["step"], 3)
         self.assertEqual(len(events), 1)
         records = list(tfrecord_py.read_records(os.path.join(self.tmp, "tb", events[0])))
         self.assertGreaterEqual(len(records), 2)  # file_version + at least the total

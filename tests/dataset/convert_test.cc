@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
 
 #include "sluice/dataset.h"
 #include "tests/dataset/dataset_test_util.h"
@@ -185,6 +187,41 @@ TEST_F(ConvertTest, MaxSideReencodes) {
   EXPECT_TRUE(rep->ok());
   EXPECT_EQ(rep->width.max, 64);
   EXPECT_EQ(rep->image_formats["jpeg"], 6u);
+}
+
+// image/channels is the shape TensorFlow's decode_image gives (checked
+// against TensorFlow itself in tests/interop): PNG alpha and tRNS count.
+TEST_F(ConvertTest, ChannelsAreWhatTensorFlowDecodes) {
+  const std::map<std::string, int64_t> want = {
+      {"png/pngsuite-basn0g01.png", 1}, {"png/pngsuite-basn4a08.png", 2},
+      {"png/pngsuite-basn2c16.png", 3}, {"png/pngsuite-basn6a16.png", 4},
+      {"png/pngsuite-tbbn3p08.png", 4}, {"jpeg/wuffs-peacock.grayscale.jpeg", 1},
+      {"jpeg/pillow-hopper.jpg", 3},    {"jpeg/jpeg-decoder-jpg-cmyk-1.jpg", 3}};
+  std::string folder = dir_.path() + "/third-party/a";
+  fs::create_directories(folder);
+  for (const auto& [file, channels] : want) {
+    fs::copy_file(std::string(SLUICE_TEST_DATA) + "/images/" + file,
+                  folder + "/" + fs::path(file).filename().string());
+  }
+  ConvertOptions o;
+  o.shards = 1;
+  ASSERT_TRUE(convert_images(dir_.path() + "/third-party", out(), o).ok());
+  auto f = RecordFile::open(out() + "/train-00000-of-00001.tfrecord");
+  ASSERT_TRUE(f.ok());
+  ASSERT_EQ((*f)->size(), want.size());
+  std::string buf;
+  std::string_view rec;
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_TRUE((*f)->read(i, &buf, &rec).ok());
+    Example e;
+    ASSERT_TRUE(decode_example(rec, &e).ok());
+    std::string name = e.features["image/filename"].bytes_list.at(0);  // a/FILE
+    auto it = std::find_if(want.begin(), want.end(), [&](const auto& w) {
+      return fs::path(w.first).filename() == fs::path(name).filename();
+    });
+    ASSERT_NE(it, want.end()) << name;
+    EXPECT_EQ(e.features["image/channels"].int64_list.at(0), it->second) << name;
+  }
 }
 
 TEST_F(ConvertTest, SplitsShareTheClassListAndOldShardsGo) {

@@ -73,6 +73,25 @@ TEST_F(InspectTest, TruncatedShardIsReported) {
   EXPECT_NE(r->problems[0].reason.find("truncated record"), std::string::npos);
 }
 
+// A cut GZIP shard ends its file with one problem (inspect once asked the
+// stuck reader again forever).
+TEST_F(InspectTest, TruncatedGzipShardIsOneProblem) {
+  ConvertOptions o;
+  o.shards = 1;
+  o.compression = Compression::kGzip;
+  std::string gz = dir_.path() + "/gz";
+  ASSERT_TRUE(convert_images(dir_.path() + "/images", gz, o).ok());
+  std::string path = gz + "/train-00000-of-00001.tfrecord";
+  std::string bytes = *detail::read_file(path);
+  write_bytes(path, bytes.substr(0, bytes.size() * 2 / 3));
+  auto r = inspect({path}, InspectOptions{});
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->problems.size(), 1u);
+  EXPECT_NE(r->problems[0].reason.find("compressed stream ends early"), std::string::npos)
+      << r->problems[0].reason;
+  EXPECT_LT(r->records, 20u);
+}
+
 TEST_F(InspectTest, VerifyFindsStaleIndexAndMissingIndex) {
   auto idx = read_index(data() + "/train-00000-of-00002.idx");
   ASSERT_TRUE(idx.ok());

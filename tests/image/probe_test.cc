@@ -125,6 +125,26 @@ TEST(ProbeImage, TableCoversEveryTestFile) {
   }
 }
 
+// tRNS before the image data: a palette (tbbn3p08) or single-colour
+// transparency that decoders keeping alpha turn into an alpha channel.
+TEST(ProbeImage, PngTransparencyChunk) {
+  for (const Expected& e : kFiles) {
+    if (e.format != P) continue;
+    SCOPED_TRACE(e.file);
+    const auto info = probe_image(image_bytes(e.file));
+    ASSERT_TRUE(info.ok());
+    EXPECT_EQ(info->transparency, std::string(e.file) == "png/pngsuite-tbbn3p08.png");
+  }
+  const std::string bytes = image_bytes("png/pngsuite-tbbn3p08.png");
+  for (size_t n = 33; n < bytes.size(); ++n) {  // every cut: no crash, no claim past the cut
+    auto info = probe_image(bytes.substr(0, n));
+    ASSERT_TRUE(info.ok()) << n;
+    if (info->transparency) {
+      EXPECT_GE(n, bytes.find("tRNS") + 4) << n;
+    }
+  }
+}
+
 TEST(ProbeImage, FormatNames) {
   EXPECT_EQ(image_format_name(ImageFormat::kJpeg), "jpeg");
   EXPECT_EQ(image_format_name(ImageFormat::kPng), "png");

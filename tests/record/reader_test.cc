@@ -155,6 +155,44 @@ TEST_F(ReaderTest, TruncatedGzipStreamIsDataLoss) {
   EXPECT_EQ(s.code(), StatusCode::kDataLoss) << s.to_string();
 }
 
+// A cut compressed stream is final: the reader must not be asked again
+// forever (inspect once looped, growing its problem list until the OOM
+// killer came), and the error names the record's offset in the inflated
+// stream, where TensorFlow reports a truncated record, and the cut.
+TEST_F(ReaderTest, TruncatedCompressedStreamIsFinalAndNamesTheRecord) {
+  std::vector<std::string> recs;
+  std::mt19937 rng(11);
+  for (int i = 0; i < 40; ++i) {
+    std::string r(3000, '\0');
+    for (char& c : r) c = static_cast<char>(rng());  // incompressible, so the cut lands mid-stream
+    recs.push_back(r);
+  }
+  for (Compression c : {Compression::kGzip, Compression::kZlib}) {
+    std::string name(compression_name(c));
+    std::string p = write_records(file("t." + name), recs, c);
+    std::string bytes = slurp(p);
+    spit(p, bytes.substr(0, bytes.size() / 2));
+    auto r = RecordReader::open(p);
+    ASSERT_TRUE(r.ok());
+    std::string_view rec;
+    size_t good = 0;
+    Status s;
+    while ((s = (*r)->next(&rec)).ok()) ++good;
+    EXPECT_EQ(s.code(), StatusCode::kDataLoss) << s.to_string();
+    EXPECT_TRUE((*r)->stuck());
+    EXPECT_GT(good, 0u);
+    EXPECT_LT(good, recs.size());
+    uint64_t offset = good * (3000 + 16);
+    EXPECT_EQ((*r)->record_offset(), offset);
+    EXPECT_EQ(s.message(), p + ": offset " + std::to_string(offset) +
+                               ": compressed stream ends early at byte " +
+                               std::to_string(bytes.size() / 2) + " (truncated " + name + " file)");
+    Status again = (*r)->next(&rec);
+    EXPECT_EQ(again.code(), StatusCode::kDataLoss);
+    EXPECT_EQ(again.message(), s.message());
+  }
+}
+
 TEST_F(ReaderTest, CorruptGzipStreamIsDataLoss) {
   std::vector<std::string> recs;
   std::mt19937 rng(7);

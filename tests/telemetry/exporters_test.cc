@@ -46,6 +46,25 @@ TEST(JsonLinesWriter, LinesParseBack) {
   EXPECT_DOUBLE_EQ(b["images_per_s"].get<double>(), 0.1);  // round-trips exactly
 }
 
+// A resumed training run appends to its train.jsonl instead of losing the
+// lines of the run before.
+TEST(JsonLinesWriter, AppendKeepsEarlierLines) {
+  TempDir dir;
+  std::string path = dir.path() + "/train.jsonl";
+  for (int64_t step : {1, 2}) {
+    auto w = JsonLinesWriter::create(path, /*append=*/true);
+    ASSERT_TRUE(w.ok()) << w.status().to_string();
+    ASSERT_TRUE((*w)->write(step, 1700000000.0 + step, {{"train/loss", 0.5}}).ok());
+  }
+  std::vector<std::string> lines = read_lines(path);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(nlohmann::json::parse(lines[0])["step"], 1);
+  EXPECT_EQ(nlohmann::json::parse(lines[1])["step"], 2);
+  auto truncating = JsonLinesWriter::create(path);
+  ASSERT_TRUE(truncating.ok());
+  EXPECT_TRUE(read_lines(path).empty());
+}
+
 TEST(JsonLinesWriter, RejectsReservedNamesAndWritesAfterClose) {
   TempDir dir;
   auto w = JsonLinesWriter::create(dir.path() + "/m.jsonl");
