@@ -21,8 +21,10 @@
 # The folder is about 53 MiB; it travels as build/gpu-bundle.tar.xz (about
 # 13 MB), which with the working tree must stay under the 64 MiB the device
 # tool carries: the script fails above LIMIT_MB (default 40). On the GPU
-# machine, in one call (carry build/gpu-bundle.tar.xz):
-#   mkdir -p /tmp/b && tar -xJf build/gpu-bundle.tar.xz -C /tmp/b && /tmp/b/gpu-bundle/check.sh "$OUT"
+# machine, in one call (carry build/gpu-bundle.tar.xz; Python unpacks it
+# where no xz is installed):
+#   python3 -c 'import tarfile; tarfile.open("build/gpu-bundle.tar.xz").extractall("/tmp/b")' \
+#     && /tmp/b/gpu-bundle/check.sh "$OUT"
 # Usage: bench/gpu/bundle.sh [OUT_DIR]   (default build/gpu-bundle; env
 # BUILD_DIR, default build/bundle-build, JOBS default 2)
 set -euo pipefail
@@ -99,10 +101,12 @@ cat >"$out/run" <<'RUN'
 #!/usr/bin/env bash
 # Runs a command with the bundle's libraries: ./run sluice doctor. NVIDIA's
 # libraries are the machine's (the loader's path, the CUDA toolkit, pip's
-# wheels: sluice searches them at run time).
+# wheels: sluice searches them at run time). The toolkit's folder is not put
+# on the library path: PyTorch (sluice-train) must keep its own CUDA
+# libraries, found through its run path.
 here="$(cd "$(dirname "$0")" && pwd)"
 export PATH="$here/bin:$PATH"
-export LD_LIBRARY_PATH="$here/lib:$here/tests/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}:/usr/local/cuda/lib64"
+export LD_LIBRARY_PATH="$here/lib:$here/tests/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 exec "$@"
 RUN
 cp bench/gpu/run-tests.sh "$out/run-tests"

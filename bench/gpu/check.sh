@@ -6,6 +6,11 @@
 #
 #   build/gpu-bundle/check.sh [OUT_DIR]        (default $OUT, else /tmp/sluice-check-out)
 #
+# On the lent machine, in one call, with build/gpu-bundle.tar.xz carried
+# (bench/gpu/bundle.sh; about 7 of its 10 minutes):
+#   python3 -c 'import tarfile; tarfile.open("build/gpu-bundle.tar.xz").extractall("/tmp/b")' \
+#     && /tmp/b/gpu-bundle/check.sh "$OUT"
+#
 # What it checks (each a pass/fail in summary.json; the run exits 1 if any
 # failed, after the others have run):
 #   tests      the real-GPU tests (tests/cuda): the fused kernel bit-exact
@@ -32,8 +37,11 @@
 # output, with the measured pixel differences), report.html (sluice bench
 # --report of the GPU-decode run), train.txt (the training runs' lines).
 #
+# Every phase has a time limit, and summary.json is written however the
+# run ends.
 # Env: IMAGES (4096), TRAIN_STEPS (150), BENCH_EPOCHS (3), JOBS (nproc),
-# PYTHON (python3), WORK (/tmp/sluice-check).
+# PYTHON (/opt/torch/.venv/bin/python3 where it exists, else python3),
+# WORK (/tmp/sluice-check).
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 if [ ! -x "$here/bin/sluice" ]; then
@@ -44,7 +52,14 @@ if [ ! -x "$here/bin/sluice" ]; then
 fi
 out="${1:-${OUT:-/tmp/sluice-check-out}}"
 work="${WORK:-/tmp/sluice-check}"
-python="${PYTHON:-python3}"
+default_python=python3
+[ -x /opt/torch/.venv/bin/python3 ] && default_python=/opt/torch/.venv/bin/python3
+python="${PYTHON:-$default_python}"
+# The Python environment holding PyTorch: its pip NVIDIA wheels join
+# sluice's library search, and nvcc is where the toolkit puts it.
+venv="$(dirname "$(dirname "$(command -v "$python" || echo /x/x)")")"
+[ -f "$venv/pyvenv.cfg" ] && export VIRTUAL_ENV="$venv"
+export PATH="$PATH:/usr/local/cuda/bin"
 jobs="${JOBS:-$(nproc)}"
 images="${IMAGES:-4096}"
 mkdir -p "$out" "$work"
@@ -60,6 +75,60 @@ check() {
   printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$checks"
   printf '%-10s %-4s %s\n' "$1" "$2" "$3"
 }
+# 8. The summary, written however the run ends (a phase over its limit, a
+#    kill): the device tool brings back what is under OUT.
+finish() {
+  trap - EXIT
+  [ -n "${trainer_pid:-}" ] && kill "$trainer_pid" 2>/dev/null
+  [ "${completed:-0}" = 1 ] || check complete fail "the run stopped early (in phase ${phase:-start})"
+  "$python" - "$work" "$out/summary.json" "$gpu_name" "$torch_version" <<'PY'
+import json, os, sys
+w, dst, gpu, torch = sys.argv[1:5]
+def load(n):
+    p = os.path.join(w, n)
+    try:
+        return json.load(open(p)) if os.path.exists(p) else None
+    except ValueError:
+        return None
+def lines(n):
+    p = os.path.join(w, n)
+    return [l.rstrip("\n").split("\t") for l in open(p) if l.strip()] if os.path.exists(p) else []
+checks = [dict(zip(("name", "result", "detail"), l)) for l in lines("checks.tsv")]
+phases = {l[0]: int(l[1]) for l in lines("phases.tsv") if len(l) == 2}
+pipeline = {}
+for mode in ("cpu", "copy", "kernel", "gpu-decode"):
+    j = load(f"bench-{mode}.json")
+    if not j:
+        continue
+    p = {"images_per_second": j["images_per_second"], "workers": j.get("workers")}
+    if "device" in j:
+        d = j["device"]
+        p.update({k: d.get(k) for k in ("h2d_gb_per_second", "gpu_busy_percent", "tiers",
+                                         "hardware_share", "gpu_decode", "gpu_decode_allocations",
+                                         "gpu_decode_reallocations")})
+    pipeline[mode] = p
+seconds = os.path.join(w, "trainer.seconds")
+summary = {"format": "sluice gpu check 1", "gpu": gpu, "torch": torch,
+           "passed": bool(checks) and all(c["result"] == "ok" for c in checks), "checks": checks,
+           "phase_seconds": phases, "pipeline": pipeline,
+           "training": {n: load(f"train-{n}.json") for n in ("real", "synthetic")},
+           "trainer_build_seconds": int(open(seconds).read()) if os.path.exists(seconds) else None,
+           "doctor": load("doctor.json")}
+json.dump(summary, open(dst, "w"), indent=2)
+print()
+for c in checks:
+    print(f"{c.get('name', ''):10} {c.get('result', ''):4} {c.get('detail', '')}")
+print("phases (s):", " ".join(f"{k} {v}" for k, v in phases.items()))
+print("PASSED" if summary["passed"] else "FAILED")
+sys.exit(0 if summary["passed"] else 1)
+PY
+  rc=$?
+  # Let tee write the last lines of check.log before the files are collected.
+  exec >&- 2>&-
+  wait "$tee_pid" 2>/dev/null
+  exit $rc
+}
+trap finish EXIT
 phase_start() { phase="$1"; SECONDS=0; echo "== $1"; }
 phase_end() { printf '%s\t%s\n' "$phase" "$SECONDS" >>"$work/phases.tsv"; }
 : >"$work/phases.tsv"
@@ -81,9 +150,13 @@ trainer_build="$work/trainer"
 (
   start=$(date +%s)
   if [ -z "$torch_prefix" ]; then echo "no PyTorch in $python" >"$work/trainer.log"; exit 1; fi
-  nice -n 10 cmake -S "$here/trainer" -B "$trainer_build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_PREFIX_PATH="$torch_prefix" >"$work/trainer.log" 2>&1 &&
-    nice -n 10 cmake --build "$trainer_build" -j"$jobs" >>"$work/trainer.log" 2>&1
+  # PyTorch's CUDA libraries (cuDNN, cuSPARSELt...) sit in pip's wheels,
+  # which libtorch_cuda finds through its own run path at run time; the
+  # link need not see them.
+  timeout 420 nice -n 10 cmake -S "$here/trainer" -B "$trainer_build" -G Ninja \
+    -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$torch_prefix" \
+    -DCMAKE_EXE_LINKER_FLAGS=-Wl,--allow-shlib-undefined >"$work/trainer.log" 2>&1 &&
+    timeout 420 nice -n 10 cmake --build "$trainer_build" -j"$jobs" >>"$work/trainer.log" 2>&1
   rc=$?
   echo $(( $(date +%s) - start )) >"$work/trainer.seconds"
   exit $rc
@@ -133,7 +206,7 @@ phase_end
 
 # 6. The pipeline alone, by mode.
 phase_start pipeline
-bench=(sluice bench "$data/shards" --batch 256 --size 224 --dtype bfloat16 --epochs "${BENCH_EPOCHS:-3}")
+bench=("$here/run" sluice bench "$data/shards" --batch 256 --size 224 --dtype bfloat16 --epochs "${BENCH_EPOCHS:-3}")
 for mode in "cpu|--device cpu" "copy|--device cuda --gpu-augment off" \
             "kernel|--device cuda --gpu-decode off" "gpu-decode|--device cuda --gpu-decode on"; do
   name="${mode%%|*}"
@@ -141,7 +214,7 @@ for mode in "cpu|--device cpu" "copy|--device cuda --gpu-augment off" \
   [ "$name" = gpu-decode ] && extra=(--report "$out/report.html")
   echo "-- $name: ${mode#*|}"
   # shellcheck disable=SC2086
-  if "${bench[@]}" ${mode#*|} --json "$work/bench-$name.json" "${extra[@]}"; then
+  if timeout 150 "${bench[@]}" ${mode#*|} --json "$work/bench-$name.json" "${extra[@]}"; then
     check "bench-$name" ok "$("$python" -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["images_per_second"]), "images/s")' "$work/bench-$name.json")"
   else
     check "bench-$name" fail "sluice bench ${mode#*|}"
@@ -160,8 +233,10 @@ d = json.load(open(path))["device"]
 t = d["tiers"]
 line("engine", not engine or t["hardware"]["images"] > 0,
      f"tiers: hardware {t['hardware']['images']}, CUDA {t['cuda']['images']}, CPU {t['cpu']['images']}")
-line("realloc", d["gpu_decode_reallocations"] == 0,
-     f"{d['gpu_decode_allocations']} allocations, {d['gpu_decode_reallocations']} replacing a buffer")
+# A few arena growths while the first batches show their sizes; not one
+# per batch.
+line("realloc", d["gpu_decode_reallocations"] <= 8,
+     f"{d['gpu_decode_allocations']} allocations, {d['gpu_decode_reallocations']} replacing a buffer (at most 8)")
 line("strict", d["gpu_decode_strict"], "nvJPEG strict bitstream checks")
 PY
 phase_end
@@ -175,8 +250,8 @@ for run_name in real synthetic; do
   flags=()
   [ "$run_name" = synthetic ] && flags=(--synthetic)
   echo "-- $run_name" | tee -a "$out/train.txt"
-  sluice train "$data/shards" "${common[@]}" "${flags[@]}" --summary "$work/train-$run_name.json" \
-    2>&1 | tee -a "$out/train.txt" | grep -E ' step |epoch|stopped'
+  timeout 180 "$here/run" sluice train "$data/shards" "${common[@]}" "${flags[@]}" \
+    --summary "$work/train-$run_name.json" 2>&1 | tee -a "$out/train.txt" | grep -E ' step |epoch|stopped'
   rc=${PIPESTATUS[0]}
   if [ "$rc" -ne 0 ] || [ ! -f "$work/train-$run_name.json" ]; then
     check "train-$run_name" fail "exit $rc (see train.txt)"
@@ -205,45 +280,4 @@ else:
     line("training", False, "a training run or the GPU-decode bench is missing")
 PY
 phase_end
-
-# 8. The summary.
-"$python" - "$work" "$out/summary.json" "$gpu_name" "$torch_version" <<'PY'
-import json, os, sys
-w, dst, gpu, torch = sys.argv[1:5]
-def load(n):
-    p = os.path.join(w, n)
-    return json.load(open(p)) if os.path.exists(p) else None
-checks = [dict(zip(("name", "result", "detail"), l.rstrip("\n").split("\t")))
-          for l in open(os.path.join(w, "checks.tsv")) if l.strip()]
-phases = {k: int(v) for k, v in (l.split() for l in open(os.path.join(w, "phases.tsv")))}
-pipeline = {}
-for mode in ("cpu", "copy", "kernel", "gpu-decode"):
-    j = load(f"bench-{mode}.json")
-    if not j:
-        continue
-    p = {"images_per_second": j["images_per_second"], "workers": j.get("workers")}
-    if "device" in j:
-        d = j["device"]
-        p.update({k: d[k] for k in ("h2d_gb_per_second", "gpu_busy_percent", "tiers", "hardware_share",
-                                     "gpu_decode", "gpu_decode_allocations", "gpu_decode_reallocations")})
-    pipeline[mode] = p
-training = {n: load(f"train-{n}.json") for n in ("real", "synthetic")}
-summary = {"format": "sluice gpu check 1", "gpu": gpu, "torch": torch,
-           "passed": all(c["result"] == "ok" for c in checks), "checks": checks,
-           "phase_seconds": phases, "pipeline": pipeline, "training": training,
-           "trainer_build_seconds": int(open(os.path.join(w, "trainer.seconds")).read())
-           if os.path.exists(os.path.join(w, "trainer.seconds")) else None,
-           "doctor": load("doctor.json")}
-json.dump(summary, open(dst, "w"), indent=2)
-print()
-for c in checks:
-    print(f"{c['name']:10} {c['result']:4} {c['detail']}")
-print("phases (s):", " ".join(f"{k} {v}" for k, v in phases.items()))
-print("PASSED" if summary["passed"] else "FAILED")
-sys.exit(0 if summary["passed"] else 1)
-PY
-rc=$?
-# Let tee write the last lines of check.log before the files are collected.
-exec >&- 2>&-
-wait "$tee_pid" 2>/dev/null
-exit $rc
+completed=1

@@ -24,18 +24,22 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-export LD_LIBRARY_PATH="$here/lib:$here/tests/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}:/usr/local/cuda/lib64"
+export LD_LIBRARY_PATH="$here/lib:$here/tests/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export SLUICE_TEST_DATA=tests/data
 : >"$log"
 failed=0 ran=0
 for t in tests/bin/*; do
   name="$(basename "$t")"
   if [ -n "$only" ] && ! [[ "$name" =~ $only ]]; then continue; fi
-  extra=()
-  # The real kernels for the real-GPU tests (the fakes' tests set their own).
-  [[ "$name" == cuda_* ]] && extra=(env "SLUICE_KERNELS_LIBRARY=$here/bin/libsluice_kernels.so")
+  # The real kernels for the real-GPU tests (the fakes' tests set their
+  # own), and the toolkit's CUDA runtime that they link.
+  extra=(env)
+  [[ "$name" == cuda_* ]] && extra=(env "SLUICE_KERNELS_LIBRARY=$here/bin/libsluice_kernels.so"
+    "LD_LIBRARY_PATH=$LD_LIBRARY_PATH:/usr/local/cuda/lib64")
   SECONDS=0
-  output="$("${extra[@]}" "$t" 2>&1)"
+  # A binary that hangs (a wait that never ends) fails instead of taking
+  # the whole run with it.
+  output="$(timeout "${TEST_TIMEOUT:-240}" "${extra[@]}" "$t" 2>&1)"
   rc=$?
   { echo "=== $name (exit $rc, ${SECONDS}s)"; echo "$output"; } >>"$log"
   ran=$((ran + 1))

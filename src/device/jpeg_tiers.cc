@@ -23,6 +23,9 @@ constexpr size_t kMinDevicePadding = size_t{16} << 20;
 constexpr size_t kMinPinnedPadding = size_t{8} << 20;
 // The output arenas grow in steps of this much at least.
 constexpr size_t kArenaStep = size_t{16} << 20;
+// The most the engine's memory is reserved ahead for (a batch of 4:4:4
+// images at their largest size seen).
+constexpr size_t kEngineReserve = size_t{512} << 20;
 
 size_t round_up(size_t n, size_t step) {
   return (n + step - 1) / step * step;
@@ -177,6 +180,8 @@ struct GpuJpegDecoder::State {
                     std::vector<GpuJpegResult>* out);
   Status run_cuda_path(std::span<const GpuJpegJob> jobs, const Arena& arena, cudaStream_t stream,
                        std::vector<GpuJpegResult>* out);
+  Status queue_cuda_path(std::span<const GpuJpegJob> jobs, const Arena& arena, cudaStream_t stream,
+                         std::vector<GpuJpegResult>* out);
   void count(std::span<const GpuJpegJob> jobs, std::vector<GpuJpegResult>* out);
   void harvest_timing(bool next_call);
 };
@@ -249,21 +254,21 @@ GpuJpegDecoder::State::~State() {
 }
 
 // A handle with strict bitstream checks, so a damaged file is an error
-// (then decoded on the CPU, which reports it) instead of plausible
-// garbage. How an nvJPEG without the flag answers is not documented: a
-// handle the flag makes fail is made again without it, and stats() says
-// the checks are off.
+// (then decoded on the CPU, which reports it) instead of plausible garbage,
+// and chroma upsampling by interpolation, as libjpeg-turbo does it (without
+// it nvJPEG replicates chroma samples, and sharp colour edges differ far
+// more from the CPU's pixels; nvImageCodec sets it for the same reason).
+// How an nvJPEG that lacks a flag answers is not documented: a handle that
+// fails with the flags is made again without them, whatever the status,
+// and stats() says the strict checks are off.
 Status GpuJpegDecoder::State::create_handle(nvjpegBackend_t backend, nvjpegHandle_t* out) {
-  nvjpegStatus_t s = nv->CreateEx(backend, &g_dev_allocator, &g_pinned_allocator,
-                                  NVJPEG_FLAGS_BITSTREAM_STRICT, out);
-  if (s == NVJPEG_STATUS_SUCCESS) {
+  const unsigned flags = NVJPEG_FLAGS_BITSTREAM_STRICT | NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION;
+  if (nv->CreateEx(backend, &g_dev_allocator, &g_pinned_allocator, flags, out) ==
+      NVJPEG_STATUS_SUCCESS) {
     if (backend != NVJPEG_BACKEND_HARDWARE) strict = true;
     return Status();
   }
   *out = nullptr;
-  if (s != NVJPEG_STATUS_INVALID_PARAMETER) {
-    return nv->check(s, fmt::format("nvjpegCreateEx(backend {})", backend));
-  }
   return nv->check(
       nv->CreateEx(backend, &g_dev_allocator, &g_pinned_allocator, NVJPEG_FLAGS_DEFAULT, out),
       fmt::format("nvjpegCreateEx(backend {})", backend));
@@ -400,7 +405,13 @@ Plan GpuJpegDecoder::State::classify(const GpuJpegJob& job) {
     return plan;
   }
   plan.tier = JpegTier::kCuda;
-  if (hw && detail::share_point(job.sample_id) < share) {
+  // Nothing says the engine honours the strict flag (DALI PR #3113 saw it
+  // fail on some corrupt streams, not on all): a file cut short, the usual
+  // damage, has no end-of-image marker and goes to the CUDA path, which
+  // checks strictly.
+  const bool whole = job.bytes.size() >= 4 && data[job.bytes.size() - 2] == 0xFF &&
+                     data[job.bytes.size() - 1] == 0xD9;
+  if (hw && whole && detail::share_point(job.sample_id) < share) {
     if (engine_accepts(job)) {
       plan.tier = JpegTier::kHardware;
     } else {
@@ -468,15 +479,23 @@ void GpuJpegDecoder::State::preallocate_engine(std::span<const size_t> idx) {
     w = std::max(w, plans[i].image_w);
     h = std::max(h, plans[i].image_h);
   }
-  const int batch = std::max<int>(static_cast<int>(idx.size()), prealloc_batch);
   if (static_cast<int>(idx.size()) <= prealloc_batch && w <= prealloc_w && h <= prealloc_h) return;
-  prealloc_batch = std::max(batch, options.max_batch);
-  prealloc_w = static_cast<int>(round_up(std::max(w, prealloc_w), 256));
-  prealloc_h = static_cast<int>(round_up(std::max(h, prealloc_h), 256));
-  if (nv->DecodeBatchedPreAllocate(hw, hw_state, prealloc_batch, prealloc_w, prealloc_h,
-                                   NVJPEG_CSS_444, NVJPEG_OUTPUT_RGBI) == NVJPEG_STATUS_SUCCESS) {
+  const int want_w = static_cast<int>(round_up(std::max(w, prealloc_w), 256));
+  const int want_h = static_cast<int>(round_up(std::max(h, prealloc_h), 256));
+  // At most kEngineReserve for the whole batch: a few huge images must not
+  // reserve room for max_batch of them.
+  const size_t per_image = static_cast<size_t>(want_w) * want_h * 3;
+  const int fits = static_cast<int>(std::max<size_t>(1, kEngineReserve / per_image));
+  const int batch = std::min(std::max<int>(static_cast<int>(idx.size()), options.max_batch), fits);
+  if (batch <= prealloc_batch && want_w <= prealloc_w && want_h <= prealloc_h) return;
+  // The state may still serve the engine's last batch.
+  if (cuda->EventSynchronize(h_batch_done) != cudaSuccess) return;
+  if (nv->DecodeBatchedPreAllocate(hw, hw_state, batch, want_w, want_h, NVJPEG_CSS_444,
+                                   NVJPEG_OUTPUT_RGBI) == NVJPEG_STATUS_SUCCESS) {
     ++stats.engine_preallocations;
   }
+  prealloc_batch = std::max(prealloc_batch, batch);
+  prealloc_w = want_w, prealloc_h = want_h;
 }
 
 void GpuJpegDecoder::State::set_params(nvjpegDecodeParams_t p, const CropWindow& crop,
@@ -566,16 +585,20 @@ Status GpuJpegDecoder::State::run_cuda_one(const GpuJpegJob& job, const Plan& pl
   SLUICE_RETURN_IF_ERROR(
       nv->check(nv->DecodeJpegHost(handle, decoders[b], l.state[b], l.params, l.stream),
                 "nvjpegDecodeJpegHost"));
-  SLUICE_RETURN_IF_ERROR(
+  Status st =
       nv->check(nv->DecodeJpegTransferToDevice(handle, decoders[b], l.state[b], l.stream, g_stream),
-                "nvjpegDecodeJpegTransferToDevice"));
-  nvjpegImage_t img{};
-  img.channel[0] = const_cast<uint8_t*>(r->pixels);
-  img.pitch[0] = r->pitch;
-  SLUICE_RETURN_IF_ERROR(
-      nv->check(nv->DecodeJpegDevice(handle, decoders[b], l.state[b], &img, g_stream),
-                "nvjpegDecodeJpegDevice"));
-  return cuda->check(cuda->EventRecord(l.done, g_stream), "cudaEventRecord");
+                "nvjpegDecodeJpegTransferToDevice");
+  if (st.ok()) {
+    nvjpegImage_t img{};
+    img.channel[0] = const_cast<uint8_t*>(r->pixels);
+    img.pitch[0] = r->pitch;
+    st = nv->check(nv->DecodeJpegDevice(handle, decoders[b], l.state[b], &img, g_stream),
+                   "nvjpegDecodeJpegDevice");
+  }
+  // Whatever was queued (a transfer, even if the device phase failed) ends
+  // before the lane is reused.
+  Status recorded = cuda->check(cuda->EventRecord(l.done, g_stream), "cudaEventRecord");
+  return st.ok() ? recorded : st;
 }
 
 // The previous call's device times, if its events have completed; a call
@@ -728,6 +751,19 @@ Status GpuJpegDecoder::State::run_engine(std::span<const GpuJpegJob> jobs, const
 // the engine's writes to their slots.
 Status GpuJpegDecoder::State::run_cuda_path(std::span<const GpuJpegJob> jobs, const Arena& arena,
                                             cudaStream_t stream, std::vector<GpuJpegResult>* out) {
+  Status st = queue_cuda_path(jobs, arena, stream, out);
+  // On every way out, the caller's stream waits for what the CUDA path
+  // queued: the arena's `free` event must cover those writes too.
+  Status done = cuda->check(cuda->EventRecord(g_done, g_stream), "cudaEventRecord");
+  if (done.ok()) {
+    done = cuda->check(cuda->StreamWaitEvent(stream, g_done, 0), "cudaStreamWaitEvent");
+  }
+  return st.ok() ? done : st;
+}
+
+Status GpuJpegDecoder::State::queue_cuda_path(std::span<const GpuJpegJob> jobs, const Arena& arena,
+                                              cudaStream_t stream,
+                                              std::vector<GpuJpegResult>* out) {
   auto run_g = [&](size_t i, bool retry) {
     Status st = run_cuda_one(jobs[i], plans[i], arena, &(*out)[i]);
     if (!st.ok()) {
@@ -738,8 +774,9 @@ Status GpuJpegDecoder::State::run_cuda_path(std::span<const GpuJpegJob> jobs, co
     (*out)[i].hardware_fallback = retry;
   };
   const bool any = !g_jobs.empty() || !g_retry.empty();
-  if (any)
+  if (any) {
     SLUICE_RETURN_IF_ERROR(cuda->check(cuda->EventRecord(g_begin, g_stream), "cudaEventRecord"));
+  }
   for (size_t i : g_jobs) run_g(i, false);
   if (!g_retry.empty()) {
     SLUICE_RETURN_IF_ERROR(cuda->check(cuda->EventRecord(h_failed, stream), "cudaEventRecord"));
@@ -748,10 +785,10 @@ Status GpuJpegDecoder::State::run_cuda_path(std::span<const GpuJpegJob> jobs, co
     for (size_t i : g_retry) run_g(i, true);
     stats.hardware_fallback_images += g_retry.size();
   }
-  if (any)
+  if (any) {
     SLUICE_RETURN_IF_ERROR(cuda->check(cuda->EventRecord(g_end, g_stream), "cudaEventRecord"));
-  SLUICE_RETURN_IF_ERROR(cuda->check(cuda->EventRecord(g_done, g_stream), "cudaEventRecord"));
-  return cuda->check(cuda->StreamWaitEvent(stream, g_done, 0), "cudaStreamWaitEvent");
+  }
+  return Status();
 }
 
 // 4. Tier C answers and the counters.

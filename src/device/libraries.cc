@@ -127,7 +127,12 @@ std::vector<std::string> nvml_candidates() {
 std::vector<std::string> cudart_candidates() {
   std::vector<std::string> c;
   if (overridden("SLUICE_CUDART_LIBRARY", &c)) return c;
-  c = {"libcudart.so.13", "libcudart.so.12", "libcudart.so", "/usr/local/cuda/lib64/libcudart.so"};
+  c = {"libcudart.so.13",
+       "libcudart.so.12",
+       "libcudart.so",
+       "/usr/local/cuda/lib64/libcudart.so.13",
+       "/usr/local/cuda/lib64/libcudart.so.12",
+       "/usr/local/cuda/lib64/libcudart.so"};
   add_pip_wheels("libcudart.so*", &c);
   return c;
 }

@@ -69,6 +69,9 @@ inline constexpr nvjpegChromaSubsampling_t NVJPEG_CSS_UNKNOWN = -1;
 // file decodes to plausible garbage and reports success.
 inline constexpr unsigned NVJPEG_FLAGS_DEFAULT = 0;
 inline constexpr unsigned NVJPEG_FLAGS_BITSTREAM_STRICT = 4;
+// Chroma upsampling by interpolation, as libjpeg-turbo's default (CUDA
+// 12.1 and later; without it chroma samples are replicated).
+inline constexpr unsigned NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION = 32;
 
 // libraryPropertyType, for nvjpegGetProperty.
 inline constexpr int kNvjpegMajorVersion = 0;
