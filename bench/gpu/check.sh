@@ -66,7 +66,6 @@ mkdir -p "$out" "$work"
 exec > >(tee "$out/check.log") 2>&1
 tee_pid=$!
 cd "$here"
-run() { "$here/run" "$@"; }
 sluice() { "$here/run" sluice "$@"; }
 checks="$work/checks.tsv"
 : >"$checks"

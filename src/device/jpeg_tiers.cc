@@ -433,6 +433,7 @@ Status GpuJpegDecoder::State::reserve_arena(Arena* a, size_t bytes) {
   if (bytes <= a->bytes) return Status();
   const size_t want = round_up(std::max(bytes, a->bytes + a->bytes / 2), kArenaStep);
   if (a->data) {
+    ++stats.arena_reallocations;
     SLUICE_RETURN_IF_ERROR(cuda->check(cuda->EventSynchronize(a->free), "cudaEventSynchronize"));
     SLUICE_RETURN_IF_ERROR(cuda->check(cuda->Free(a->data), "cudaFree"));
     a->data = nullptr, a->bytes = 0;
@@ -479,7 +480,6 @@ void GpuJpegDecoder::State::preallocate_engine(std::span<const size_t> idx) {
     w = std::max(w, plans[i].image_w);
     h = std::max(h, plans[i].image_h);
   }
-  if (static_cast<int>(idx.size()) <= prealloc_batch && w <= prealloc_w && h <= prealloc_h) return;
   const int want_w = static_cast<int>(round_up(std::max(w, prealloc_w), 256));
   const int want_h = static_cast<int>(round_up(std::max(h, prealloc_h), 256));
   // At most kEngineReserve for the whole batch: a few huge images must not

@@ -146,6 +146,7 @@ struct GpuJpegStats {
   // Process-wide counts: two decoders at once count each other's.
   uint64_t nvjpeg_allocations = 0, nvjpeg_reallocations = 0;
   uint64_t arena_allocations = 0;      // the output arenas' cudaMalloc calls
+  uint64_t arena_reallocations = 0;    // of those, the ones that replaced a smaller arena
   uint64_t engine_preallocations = 0;  // nvjpegDecodeBatchedPreAllocate calls
   size_t device_padding = 0;           // nvJPEG's allocation rounding now
 };

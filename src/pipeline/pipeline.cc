@@ -1077,9 +1077,7 @@ PipelineStats Pipeline::stats() const {
     s.nvjpeg_refused = js.nvjpeg_refused;
     s.gpu_decode_strict = js.strict_bitstream;
     s.gpu_decode_allocations = js.nvjpeg_allocations + js.arena_allocations;
-    // The arenas' first allocations are not replacements.
-    s.gpu_decode_reallocations =
-        js.nvjpeg_reallocations + (js.arena_allocations > 2 ? js.arena_allocations - 2 : 0);
+    s.gpu_decode_reallocations = js.nvjpeg_reallocations + js.arena_reallocations;
   }
   return s;
 }

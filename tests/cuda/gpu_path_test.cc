@@ -28,6 +28,7 @@
 #include "sluice/image.h"
 #include "sluice/pipeline.h"
 #include "tests/dataset/dataset_test_util.h"
+#include "tests/device/crop_rows.h"
 #include "tests/test_seed.h"
 
 namespace sluice {
@@ -177,26 +178,10 @@ class NvjpegTest : public ::testing::Test {
   std::vector<uint8_t> crop_of(const GpuJpegResult& r) {
     std::vector<uint8_t> all(r.pitch * r.height);
     EXPECT_EQ(cuda_->Memcpy(all.data(), r.pixels, all.size(), device::cudaMemcpyDeviceToHost), 0);
-    return crop_rows(all.data(), r);
-  }
-  static std::vector<uint8_t> crop_rows(const uint8_t* all, const GpuJpegResult& r) {
-    std::vector<uint8_t> out;
-    for (int y = r.crop.y; y < r.crop.y + r.crop.height; ++y) {
-      const uint8_t* row = all + y * r.pitch + r.crop.x * 3;
-      out.insert(out.end(), row, row + r.crop.width * 3);
-    }
-    return out;
+    return crop_rows(all.data(), r.pitch, r.crop);
   }
   static std::vector<uint8_t> reference(const std::string& bytes, const CropWindow& c) {
-    auto img = decode_image(bytes);
-    EXPECT_TRUE(img.ok()) << img.status().to_string();
-    std::vector<uint8_t> out;
-    if (!img.ok()) return out;
-    for (int y = c.y; y < c.y + c.height; ++y) {
-      const uint8_t* row = img->pixels.data() + (static_cast<size_t>(y) * img->width + c.x) * 3;
-      out.insert(out.end(), row, row + c.width * 3);
-    }
-    return out;
+    return reference_crop(bytes, c);
   }
   static Difference diff(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
     return compare({a}, {b});
@@ -318,7 +303,7 @@ TEST_F(NvjpegTest, BackToBackBatchesKeepTheirPixels) {
       if (engine_expected()) {
         EXPECT_EQ(r.tier, JpegTier::kHardware);
       }
-      Difference d = diff(crop_rows(static_cast<uint8_t*>(host[b]) + at, r),
+      Difference d = diff(crop_rows(static_cast<uint8_t*>(host[b]) + at, r.pitch, r.crop),
                           reference(std::string(jobs[b][k].bytes), jobs[b][k].crop));
       EXPECT_LE(d.mean, 2.0) << "batch " << b << " image " << k << " read another batch's pixels";
       at += r.pitch * r.height;

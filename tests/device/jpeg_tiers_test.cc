@@ -23,6 +23,7 @@
 
 #include "device/libraries.h"
 #include "sluice/image.h"
+#include "tests/device/crop_rows.h"
 #include "tests/test_seed.h"
 
 namespace sluice::device {
@@ -110,24 +111,12 @@ class JpegTiersTest : public ::testing::Test {
   std::vector<uint8_t> crop_pixels(const GpuJpegResult& r) {
     std::vector<uint8_t> all(r.pitch * r.height);
     EXPECT_EQ(cuda_->Memcpy(all.data(), r.pixels, all.size(), cudaMemcpyDeviceToHost), cudaSuccess);
-    std::vector<uint8_t> out;
-    for (int y = r.crop.y; y < r.crop.y + r.crop.height; ++y) {
-      const uint8_t* row = all.data() + y * r.pitch + r.crop.x * 3;
-      out.insert(out.end(), row, row + r.crop.width * 3);
-    }
-    return out;
+    return crop_rows(all.data(), r.pitch, r.crop);
   }
 
   // libjpeg-turbo's pixels for the crop (the CPU tier's reference).
   static std::vector<uint8_t> reference(const std::string& bytes, const CropWindow& c) {
-    auto img = decode_image(bytes);
-    EXPECT_TRUE(img.ok()) << img.status().to_string();
-    std::vector<uint8_t> out;
-    for (int y = c.y; y < c.y + c.height; ++y) {
-      const uint8_t* row = img->pixels.data() + (static_cast<size_t>(y) * img->width + c.x) * 3;
-      out.insert(out.end(), row, row + c.width * 3);
-    }
-    return out;
+    return reference_crop(bytes, c);
   }
 
   static CropWindow whole(const std::string& bytes) {
@@ -165,14 +154,8 @@ class JpegTiersTest : public ::testing::Test {
   };
   static void read_in_stream_order(void* p) {
     auto* r = static_cast<Reader*>(p);
-    for (const GpuJpegResult& g : r->results) {
-      std::vector<uint8_t> out;
-      for (int y = g.crop.y; y < g.crop.y + g.crop.height; ++y) {
-        const uint8_t* row = g.pixels + y * g.pitch + g.crop.x * 3;
-        out.insert(out.end(), row, row + g.crop.width * 3);
-      }
-      r->crops.push_back(std::move(out));
-    }
+    for (const GpuJpegResult& g : r->results)
+      r->crops.push_back(crop_rows(g.pixels, g.pitch, g.crop));
   }
   void queue_reader(Reader* reader) {
     auto launch =
