@@ -9,6 +9,10 @@ find_package(CLI11 REQUIRED)
 find_package(nlohmann_json REQUIRED)
 find_package(libjpeg-turbo REQUIRED)
 
+# Google Highway (libhwy-dev): the resample kernel's SIMD, dispatched at run
+# time over the targets the CPU has.
+find_package(hwy REQUIRED)
+
 pkg_check_modules(ISAL REQUIRED IMPORTED_TARGET libisal)
 pkg_check_modules(SPNG REQUIRED IMPORTED_TARGET spng)
 

@@ -25,7 +25,7 @@ esac
 # (bench/gpu/bundle.sh), 7 MB instead of OpenBLAS's 44.
 packages=(
   build-essential cmake ninja-build pkg-config ccache git
-  libturbojpeg0-dev libjpeg62-turbo-dev libspng-dev libopencv-imgproc-dev
+  libturbojpeg0-dev libjpeg62-turbo-dev libspng-dev libopencv-imgproc-dev libhwy-dev
   libisal-dev zlib1g-dev libprotobuf-dev protobuf-compiler
   libcli11-dev libfmt-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -22,6 +22,7 @@
 #include <string>
 
 #include "image/fast_resize.h"
+#include "image/resample_kernel.h"
 #include "image/sample_kernel.h"
 #include "sluice/image_ops.h"
 
@@ -151,6 +152,18 @@ struct AxisPlan {
   bool area = false;
 };
 
+// std::floor and std::ceil to int without a libm call (x86-64's baseline
+// has no rounding instruction); exact for |x| < 2^31, as coordinates are.
+int floor_int(double x) {
+  const int i = static_cast<int>(x);
+  return i > x ? i - 1 : i;
+}
+
+int ceil_int(double x) {
+  const int i = static_cast<int>(x);
+  return i < x ? i + 1 : i;
+}
+
 AxisPlan plan_axis(double crop_start, double crop_size, int src_size, int out) {
   AxisPlan p;
   p.crop_start = crop_start;
@@ -180,8 +193,8 @@ void build_filter(const AxisPlan& p, AxisFilter* f) {
     if (p.area) {
       const double a = p.crop_start + o * scale;
       const double b = a + scale;
-      const int first = static_cast<int>(std::floor(a));
-      const int last = static_cast<int>(std::ceil(b)) - 1;
+      const int first = floor_int(a);
+      const int last = ceil_int(b) - 1;
       const int start = std::min(std::clamp(first, p.lo, p.hi), p.hi - p.taps + 1);
       for (int i = first; i <= last; ++i) {
         const double overlap = std::min(b, i + 1.0) - std::max(a, static_cast<double>(i));
@@ -190,7 +203,7 @@ void build_filter(const AxisPlan& p, AxisFilter* f) {
       f->start[o] = std::bit_cast<float>(static_cast<int32_t>(start));
     } else {
       const double s = p.crop_start + (o + 0.5) * scale - 0.5;
-      const int i0 = static_cast<int>(std::floor(s));
+      const int i0 = floor_int(s);
       const float t = static_cast<float>(s - i0);
       const int start = std::min(std::clamp(i0, p.lo, p.hi), p.hi - p.taps + 1);
       add_tap(p, start, i0, 1.0f - t, w);
@@ -392,6 +405,77 @@ Status plan_sample_job(const DecodedWindow& src, bool flip, const SampleSpec& sp
 
 }  // namespace detail
 
+namespace detail {
+
+namespace {
+
+// Horizontal weights are Q14 int32 factors; vertical ones are Q15 int16
+// factors of MulFixedPoint15, so a weight of exactly 1 becomes 32767.
+constexpr int kXWeightBits = 14;
+constexpr int kYWeightBits = 15;
+// Tables are padded to a multiple of this many outputs: the widest vector
+// of int32 lanes any Highway target has here (AVX-512: 16) times four.
+constexpr int kPadOutputs = 64;
+
+// Quantises output o's float weights to `bits` by rounding their running
+// sum: each weight moves by less than one unit, none turns negative, they
+// sum to exactly 1 << bits, and the error of any run of taps stays within
+// half a unit (so a long box filter of equal weights stays even).
+void quantise(const float* w, int taps, int bits, int32_t* q, int stride) {
+  double total = 0;
+  for (int k = 0; k < taps; ++k) total += w[k];
+  const double unit = static_cast<double>(1 << bits) / total;
+  double run = 0;
+  int32_t before = 0;
+  for (int k = 0; k < taps; ++k) {
+    run += w[k];
+    const int32_t upto = k == taps - 1 ? (1 << bits) : static_cast<int32_t>(run * unit + 0.5);
+    q[k * stride] = upto - before;
+    before = upto;
+  }
+  if (bits == kYWeightBits) {
+    for (int k = 0; k < taps; ++k) q[k * stride] = std::min(q[k * stride], 32767);
+  }
+}
+
+void fixed_axis(const AxisPlan& p, bool reverse, bool vertical, FixedAxis* a) {
+  thread_local std::vector<float> buf;
+  buf.resize(static_cast<size_t>(p.out) * (1 + p.taps));
+  AxisFilter f{p.taps, p.out, buf.data(), buf.data() + p.out};
+  build_filter(p, &f);
+  // The horizontal step reads taps in pairs: an odd count gets a zero tap.
+  a->taps = vertical ? p.taps : (p.taps + 1) / 2 * 2;
+  a->count = p.out;
+  a->padded = vertical ? p.out : (p.out + kPadOutputs - 1) / kPadOutputs * kPadOutputs;
+  a->lo = p.lo;
+  a->hi = p.hi;
+  a->start.assign(static_cast<size_t>(a->padded), 0);
+  a->weight.assign(static_cast<size_t>(a->padded) * a->taps, 0);
+  for (int o = 0; o < a->padded; ++o) {
+    const int from = std::min(o, p.out - 1);
+    const int src = reverse ? p.out - 1 - from : from;
+    a->start[static_cast<size_t>(o)] = f.start_at(src);
+    quantise(f.weight + static_cast<size_t>(src) * p.taps, p.taps,
+             vertical ? kYWeightBits : kXWeightBits, a->weight.data() + o, a->padded);
+  }
+}
+
+}  // namespace
+
+Status plan_fixed_sample(const DecodedWindow& src, bool flip, const SampleSpec& spec, FixedAxis* x,
+                         FixedAxis* y) {
+  std::vector<float> unused(1);
+  SLUICE_RETURN_IF_ERROR(check_inputs(src, spec, x, &unused));
+  const double cx = std::max(0.0, src.crop_x), cy = std::max(0.0, src.crop_y);
+  fixed_axis(plan_axis(cx, std::min(src.crop_width, src.width - cx), src.width, spec.width), flip,
+             /*vertical=*/false, x);
+  fixed_axis(plan_axis(cy, std::min(src.crop_height, src.height - cy), src.height, spec.height),
+             false, /*vertical=*/true, y);
+  return ok_status();
+}
+
+}  // namespace detail
+
 Status write_sample_precise(const DecodedWindow& src, bool flip, const SampleSpec& spec, void* dst,
                             std::vector<float>* scratch) {
   SLUICE_RETURN_IF_ERROR(check_inputs(src, spec, dst, scratch));
@@ -512,8 +596,10 @@ void emit_with(const SampleSpec& spec, const uint8_t* rgb, bool flip, void* dst)
 
 }  // namespace
 
-Status write_sample(const DecodedWindow& src, bool flip, const SampleSpec& spec, void* dst,
-                    std::vector<float>* scratch) {
+// The kernel before the integer one (8-bit OpenCV resize of the rounded
+// rectangle, then a table per value), kept for the benchmark's side by side.
+Status detail::write_sample_opencv(const DecodedWindow& src, bool flip, const SampleSpec& spec,
+                                   void* dst, std::vector<float>* scratch) {
   SLUICE_RETURN_IF_ERROR(check_inputs(src, spec, dst, scratch));
   // Whole-pixel rectangle nearest to the fractional one, inside the window.
   int x0 = std::clamp(static_cast<int>(std::lround(src.crop_x)), 0, src.width - 1);
@@ -535,6 +621,12 @@ Status write_sample(const DecodedWindow& src, bool flip, const SampleSpec& spec,
     case DType::kBFloat16: emit_with<uint16_t>(spec, resized, flip, dst); break;
   }
   return ok_status();
+}
+
+Status write_sample(const DecodedWindow& src, bool flip, const SampleSpec& spec, void* dst,
+                    std::vector<float>* scratch) {
+  SLUICE_RETURN_IF_ERROR(check_inputs(src, spec, dst, scratch));
+  return detail::write_sample_fixed(src, flip, spec, dst);
 }
 
 }  // namespace sluice
