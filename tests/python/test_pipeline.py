@@ -64,13 +64,16 @@ def test_views_share_memory_and_match_the_dtype(dataset):
 
 
 def test_normalised_values_match_the_uint8_pixels(dataset):
+    # uint8 is the resampled value rounded; float32 keeps its fraction, so
+    # back on the 0..255 scale the two differ by at most half a level.
     a = sluice.Pipeline(str(dataset / "shards"), **{**OPTS, "dtype": "uint8"})
     b = sluice.Pipeline(str(dataset / "shards"), **OPTS)
     u8 = next(iter(a))[0].numpy().astype(np.float32)
     f32 = next(iter(b))[0].numpy()
     mean = np.array([0.485, 0.456, 0.406], np.float32).reshape(1, 3, 1, 1)
     std = np.array([0.229, 0.224, 0.225], np.float32).reshape(1, 3, 1, 1)
-    np.testing.assert_allclose(f32, (u8 / 255 - mean) / std, rtol=1e-5, atol=1e-5)
+    levels = (f32 * std + mean) * 255
+    assert np.abs(levels - u8).max() <= 0.5 + 1e-3
 
 
 def test_state_dict_resumes_exactly(dataset):
