@@ -189,8 +189,8 @@ void build_filter(const AxisPlan& p, AxisFilter* f) {
   const double scale = p.crop_size / p.out;
   for (int o = 0; o < p.out; ++o) {
     float* w = f->weight + static_cast<size_t>(o) * p.taps;
-    std::fill(w, w + p.taps, 0.0f);
     if (p.area) {
+      std::fill(w, w + p.taps, 0.0f);
       const double a = p.crop_start + o * scale;
       const double b = a + scale;
       const int first = floor_int(a);
@@ -206,8 +206,14 @@ void build_filter(const AxisPlan& p, AxisFilter* f) {
       const int i0 = floor_int(s);
       const float t = static_cast<float>(s - i0);
       const int start = std::min(std::clamp(i0, p.lo, p.hi), p.hi - p.taps + 1);
-      add_tap(p, start, i0, 1.0f - t, w);
-      add_tap(p, start, i0 + 1, t, w);
+      // add_tap's sums written directly (the same float operations): adding
+      // into just-zeroed memory stalled on store forwarding, half the time
+      // of planning a sample.
+      const int c0 = std::clamp(i0, p.lo, p.hi) - start;
+      const int c1 = std::clamp(i0 + 1, p.lo, p.hi) - start;
+      for (int k = 0; k < p.taps; ++k) {
+        w[k] = c0 == k ? (c1 == k ? (1.0f - t) + t : 1.0f - t) : (c1 == k ? t : 0.0f);
+      }
       f->start[o] = std::bit_cast<float>(static_cast<int32_t>(start));
     }
   }
@@ -422,9 +428,9 @@ constexpr int kPadOutputs = 64;
 // sum to exactly 1 << bits, and the error of any run of taps stays within
 // half a unit (so a long box filter of equal weights stays even).
 void quantise(const float* w, int taps, int bits, int32_t* q, int stride) {
-  double total = 0;
-  for (int k = 0; k < taps; ++k) total += w[k];
-  const double unit = static_cast<double>(1 << bits) / total;
+  // The float weights sum to one within float rounding; the last tap takes
+  // what is left, so the fixed-point ones sum to exactly one.
+  const double unit = 1 << bits;
   double run = 0;
   int32_t before = 0;
   for (int k = 0; k < taps; ++k) {
