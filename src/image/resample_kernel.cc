@@ -13,6 +13,7 @@
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "image/resample_kernel.cc"
+#include <hwy/cache_control.h>
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
@@ -55,6 +56,10 @@ struct KernelJob {
   DType dtype = DType::kFloat32;
   Layout layout = Layout::kNCHW;
   uint8_t* dst = nullptr;
+  // float32 NCHW rows all start on 64 bytes: stored with non-temporal
+  // writes, which keep the decoder's working set in cache (a batch slot is
+  // far larger than the caches and is read by another thread, or a copy).
+  bool stream = false;
 };
 
 // Bytes a vertical step may read past its last column (LoadInterleaved3 of
@@ -343,6 +348,10 @@ HWY_INLINE void emit(const KernelJob& j, V32 r, V32 g, V32 b, size_t x, int y, s
   if (valid == hn::Lanes(dt)) {
     if constexpr (kL == Layout::kNHWC) {
       hn::StoreInterleaved3(cr, cg, cb, dt, out + 3 * pixel);
+    } else if (kD == DType::kFloat32 && j.stream) {
+      hn::Stream(cr, dt, out + pixel);
+      hn::Stream(cg, dt, out + plane + pixel);
+      hn::Stream(cb, dt, out + 2 * plane + pixel);
     } else {
       hn::StoreU(cr, dt, out + pixel);
       hn::StoreU(cg, dt, out + plane + pixel);
@@ -476,7 +485,14 @@ Status write_sample_fixed(const DecodedWindow& src, bool flip, const SampleSpec&
   j.dtype = spec.dtype;
   j.layout = spec.layout;
   j.dst = static_cast<uint8_t*>(dst);
+  const size_t plane_bytes = static_cast<size_t>(spec.width) * spec.height * sizeof(float);
+  j.stream = spec.dtype == DType::kFloat32 && spec.layout == Layout::kNCHW &&
+             reinterpret_cast<uintptr_t>(dst) % 64 == 0 && (spec.width * sizeof(float)) % 64 == 0 &&
+             plane_bytes % 64 == 0;
   HWY_DYNAMIC_DISPATCH(RunKernel)(j);
+  // Non-temporal stores are not ordered with the stores that publish the
+  // sample to another thread: fence them first.
+  if (j.stream) hwy::FlushStream();
   return ok_status();
 }
 

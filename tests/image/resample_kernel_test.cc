@@ -194,6 +194,27 @@ TEST(ResampleKernel, Uint8IsTheRoundedValue) {
   }
 }
 
+// float32 NCHW into 64-byte aligned rows takes non-temporal stores; any
+// other address, plain ones. Same bytes either way, on every target.
+TEST(ResampleKernel, AlignedAndUnalignedDestinationsGetTheSameBytes) {
+  RestoreTarget restore;
+  CounterRng rng(hash_key(run_seed("resample_kernel_test"), 4));
+  const Case c = kCases[0];
+  const DecodedWindow src = random_window(c, rng);
+  const SampleSpec spec = spec_for(c, DType::kFloat32, Layout::kNCHW);
+  const size_t bytes = sample_bytes(spec);
+  std::vector<uint8_t> storage(bytes + 128);
+  uint8_t* aligned = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64);
+  for (const std::string& t : detail::resample_targets()) {
+    ASSERT_TRUE(detail::force_resample_target(t).ok()) << t;
+    ASSERT_TRUE(detail::write_sample_fixed(src, true, spec, aligned).ok());
+    const std::vector<uint8_t> a(aligned, aligned + bytes);
+    ASSERT_TRUE(detail::write_sample_fixed(src, true, spec, aligned + 4).ok());
+    const std::vector<uint8_t> b(aligned + 4, aligned + 4 + bytes);
+    EXPECT_TRUE(a == b) << t;
+  }
+}
+
 TEST(ResampleKernel, UnknownTargetIsRefused) {
   EXPECT_EQ(detail::force_resample_target("PENTIUM").code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(detail::force_resample_target("").ok());
