@@ -121,9 +121,13 @@ struct PipelineOptions {
   // default), or every pixel at full size first (the ablation's baseline).
   bool crop_decode = true;
 
-  // A bad sample: fail stops the pipeline (next() returns the error);
-  // skip drops it from its batch (the batch is shorter); warn is skip plus
-  // a line on stderr. Every event is counted and kept (events()).
+  // A bad sample: fail stops the pipeline in that sample's batch: next()
+  // hands out every batch before it, then returns the error (file, offset,
+  // reason of the batch's first bad sample) in place of its batch, and
+  // keeps returning it until a restore; the same batch on every run, for
+  // any worker count. skip drops it from its batch (the batch is shorter);
+  // warn is skip plus a line on stderr. Every event is counted and kept
+  // (events(), in the order the workers met them).
   ErrorPolicy on_error = ErrorPolicy::kWarn;
   uint64_t max_pixels = kDefaultMaxPixels;
 

@@ -81,6 +81,12 @@ struct Slot {
   size_t size = 0;       // samples in this batch
   size_t remaining = 0;  // samples still being prepared
   size_t count = 0;      // on a device: good samples, set when staged
+  // Under on_error = fail: the batch's first bad sample in batch order, or
+  // staging's failure. next() returns it in this batch's turn, so the run
+  // fails at the same batch whatever the workers' timing (as tf.data keeps
+  // a status beside each element).
+  Status error;
+  size_t error_index = SIZE_MAX;
 };
 
 // Kernel mode: the most of the arena one sample may take (its decoded
@@ -172,6 +178,8 @@ struct Pipeline::Impl {
       slot.batch = next_assign;
       slot.size = batch_len(next_assign);
       slot.remaining = slot.size;
+      slot.error = Status();
+      slot.error_index = SIZE_MAX;
       std::fill(slot.valid.begin(), slot.valid.end(), 1);
       if (kernel) dev->reset_arena(static_cast<int>(s));
       for (auto& e : slot.encoded) e.pending = false;
@@ -316,8 +324,12 @@ struct Pipeline::Impl {
       if (m.rfind(prefix, 0) == 0) m = m.substr(prefix.size());
     }
     e.reason = m;
-    if (o.on_error == ErrorPolicy::kFail && fatal.ok()) {
-      fatal = Status(s.code(), "sample " + std::to_string(id) + ": " + e.to_string());
+    // i is the sample's place in the batch (after compaction on the GPU
+    // path, which only moves a sample towards the front past bad ones, so
+    // the earliest still wins).
+    if (o.on_error == ErrorPolicy::kFail && i < slot->error_index) {
+      slot->error_index = i;
+      slot->error = Status(s.code(), "sample " + std::to_string(id) + ": " + e.to_string());
     }
     if (o.on_error == ErrorPolicy::kWarn)
       std::fprintf(stderr, "sluice: skipping bad sample: %s\n", e.to_string().c_str());
@@ -431,7 +443,7 @@ struct Pipeline::Impl {
       std::unique_lock lock(mu);
       --in_flight;
       if (gen == generation) {
-        if (!r.ok() && fatal.ok()) fatal = r;
+        if (!r.ok() && slot.error.ok()) slot.error = r;
         slot.count = n;
         ++next_stage;
       }
@@ -1011,6 +1023,10 @@ Result<Batch> Pipeline::next() {
   m.batch_stage->add_wait(waited);
   m.autotune(now_ns());
   if (!m.fatal.ok()) return m.fatal;
+  if (!slot.error.ok()) {
+    m.fatal = slot.error;  // the run stays failed until a restore
+    return m.fatal;
+  }
   // Drop bad samples (on a device the stager already did).
   size_t n = m.dev ? slot.count : m.compact(&slot);
   slot.state = SlotState::kHeld;

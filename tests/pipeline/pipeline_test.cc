@@ -302,5 +302,70 @@ TEST_F(BadSampleTest, FailStopsWithFileAndOffset) {
       << b.status().message();
 }
 
+// Under fail, the error takes the place of the batch that holds the bad
+// sample: every batch before it is handed out first, on every run and for
+// any worker count, however far ahead the workers have run (a later error
+// used to overtake batches already prepared).
+TEST(ErrorOrder, FailureArrivesInItsBatchsTurnForAnyWorkerCount) {
+  TempDir dir;
+  make_image_folder(dir.path() + "/images", 2, 60, 32);
+  fs::copy_file(test_data("images/jpeg/wuffs-peacock.default.truncated.jpeg"),
+                dir.path() + "/images/c1/cut.jpg");
+  ConvertOptions c;
+  c.shards = 1;
+  c.check_decode = false;
+  c.shuffle = false;
+  ASSERT_TRUE(convert_images(dir.path() + "/images", dir.path() + "/shards", c).ok());
+  auto options = [&](ErrorPolicy policy, int workers, int prefetch) {
+    PipelineOptions o;
+    o.sources = {dir.path() + "/shards"};
+    o.batch_size = 4;
+    o.drop_last = false;
+    o.sample.width = o.sample.height = 16;
+    o.workers = workers;
+    o.prefetch = prefetch;
+    o.memory_budget = uint64_t{256} << 20;
+    o.on_error = policy;
+    o.seed = 7;
+    return o;
+  };
+  // Where the bad sample lands: the batch that comes out one short.
+  size_t bad_batch = SIZE_MAX, batches = 0;
+  {
+    auto p = Pipeline::create(options(ErrorPolicy::kSkip, 1, 2));
+    ASSERT_TRUE(p.ok());
+    for (auto b = (*p)->next(); b.ok(); b = (*p)->next(), ++batches) {
+      if (b->size() < 4 && b->index() + 1 < 31) bad_batch = b->index();
+    }
+  }
+  ASSERT_EQ(batches, 31u);  // 121 samples
+  ASSERT_NE(bad_batch, SIZE_MAX) << "the bad sample fell in the short last batch";
+  for (int workers : {1, 2, 3, 4, 8}) {
+    for (int prefetch : {2, 8}) {
+      for (int trial = 0; trial < 3; ++trial) {
+        auto p = Pipeline::create(options(ErrorPolicy::kFail, workers, prefetch));
+        ASSERT_TRUE(p.ok());
+        size_t good = 0;
+        Status error;
+        for (;;) {
+          auto b = (*p)->next();
+          if (!b.ok()) {
+            error = b.status();
+            break;
+          }
+          ++good;
+        }
+        EXPECT_EQ(good, bad_batch) << workers << " workers, prefetch " << prefetch;
+        EXPECT_EQ(error.code(), StatusCode::kDataLoss) << error.to_string();
+        EXPECT_NE(error.message().find("train-00000-of-00001.tfrecord: offset "),
+                  std::string_view::npos)
+            << error.message();
+        // The run stays failed.
+        EXPECT_EQ((*p)->next().status().code(), StatusCode::kDataLoss);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sluice
