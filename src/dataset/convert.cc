@@ -3,8 +3,11 @@
 // strictly in input order, so the bytes do not depend on the worker count.
 // At most `window` prepared records wait at once, which bounds memory.
 #include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -297,6 +300,48 @@ void remove_stale_shards(const std::string& dir, const std::string& split,
 
 }  // namespace
 
+namespace {
+
+// Whether the process that named a temporary file ".tmp-PID" may still be
+// writing it: this process, or any live one (kill(pid, 0) finds it, or it
+// exists but is not ours to signal).
+bool writer_alive(std::string_view digits) {
+  if (digits.empty() || digits.size() > 9 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return true;  // not our naming: leave it
+  }
+  const pid_t pid = static_cast<pid_t>(std::stoi(std::string(digits)));
+  return pid == ::getpid() || ::kill(pid, 0) == 0 || errno == EPERM;
+}
+
+// A killed convert leaves its temporaries in the folder: shards closed but
+// not yet renamed (".train-00001.partial") and files being written under
+// ".tmp-PID" (".train-00002.partial.tmp-PID", "train-...idx.tmp-PID",
+// "dataset.json.tmp-PID"). A rerun removes those of its split whose writer
+// is gone, so the folder ends as an uninterrupted run leaves it. Two
+// converts of one split into one folder at once are not supported (they
+// would write the same shard names).
+void remove_dead_temporaries(const std::string& dir, const std::string& split) {
+  std::string quoted;  // the split name, literally
+  for (char c : split) {
+    if (std::string_view("\\^$.|?*+()[]{}").find(c) != std::string_view::npos) quoted += '\\';
+    quoted += c;
+  }
+  const std::regex ours("(\\." + quoted + "-[0-9]{5}\\.partial|" + quoted +
+                        "-[0-9]{5}-of-[0-9]{5}\\.idx|dataset\\.json)(\\.tmp-([0-9]+))?");
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    std::smatch m;
+    if (!std::regex_match(name, m, ours)) continue;
+    const bool temporary = m[3].matched;
+    const bool partial = name.find(".partial") != std::string::npos;
+    if (temporary ? !writer_alive(m[3].str()) : partial) fs::remove(entry.path(), ec);
+  }
+}
+
+}  // namespace
+
 Result<ConvertReport> convert_images(const std::string& src, const std::string& out_dir,
                                      const ConvertOptions& options) {
   SLUICE_RETURN_IF_ERROR(validate(options));
@@ -322,6 +367,7 @@ Result<ConvertReport> convert_images(const std::string& src, const std::string& 
   }
   fs::create_directories(out_dir, ec);
   if (ec) return errno_error(out_dir, "cannot create folder", ec.value());
+  remove_dead_temporaries(out_dir, options.split);
 
   const size_t n = source.items.size();
   std::vector<size_t> order = input_order(n, options.shuffle, options.seed);

@@ -577,6 +577,53 @@ class CliTest(unittest.TestCase):
         self.assertNotIn("dataset.json", left)
         self.assertEqual([f for f in left if f.endswith(".tfrecord") or f.endswith(".idx")], [])
 
+    def test_killed_convert_reruns_to_the_same_bytes_and_leaves_no_temporaries(self):
+        # kill -9 at random points of a convert, then rerun it into the same
+        # folder: never a manifest before the shards are whole, and the rerun
+        # ends with exactly an uninterrupted run's files (its own hidden
+        # temporaries and the dead run's removed).
+        import random
+        src = self.fresh("killsrc")
+        run("synth", src, "--classes", "2", "--per-class", "500", "--size", "128", "--val-per-class", "0",
+            check=0)
+        args = [os.path.join(src, "train"), "--workers", "1", "--shards", "3", "-q"]
+        ref = self.fresh("kill-ref")
+        start = time.monotonic()
+        run("convert", args[0], "-o", ref, *args[1:], check=0)
+        took = time.monotonic() - start
+
+        def contents(folder):
+            out = {}
+            for name in sorted(os.listdir(folder)):
+                data = slurp(os.path.join(folder, name))
+                if name == "dataset.json":  # each split's "command" names the output folder
+                    manifest = json.loads(data)
+                    for split in manifest.get("splits", {}).values():
+                        split.pop("command", None)
+                    data = json.dumps(manifest, sort_keys=True).encode()
+                out[name] = data
+            return out
+
+        want = contents(ref)
+        rng = random.Random(14)
+        killed = 0
+        for trial in range(20):
+            out = self.fresh(f"kill-{trial}")
+            proc = subprocess.Popen([SLUICE, "convert", args[0], "-o", out, *args[1:]],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(rng.uniform(0, took))
+            if proc.poll() is None:
+                killed += 1
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            left = os.listdir(out) if os.path.isdir(out) else []
+            if "dataset.json" in left:  # written last, after every shard
+                self.assertEqual(contents(out), want, f"trial {trial}")
+            run("convert", args[0], "-o", out, *args[1:], check=0)
+            self.assertEqual(sorted(os.listdir(out)), sorted(want), f"trial {trial}")
+            self.assertEqual(contents(out), want, f"trial {trial}")
+        self.assertGreater(killed, 5, "convert finished before most kills: make the input larger")
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
