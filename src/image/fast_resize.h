@@ -1,4 +1,5 @@
-// The 8-bit resize under write_sample's fast path (OpenCV's SIMD code).
+// The 8-bit resize under the previous write_sample (OpenCV's SIMD code), kept
+// for the benchmark that measures the integer kernel against it.
 #pragma once
 
 #include <cstdint>

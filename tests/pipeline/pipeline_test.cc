@@ -3,11 +3,14 @@
 #include "sluice/pipeline.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <zlib.h>
 
 #include <filesystem>
 #include <set>
 
 #include "sluice/dataset.h"
+#include "sluice/image.h"
 #include "sluice/record.h"
 #include "tests/dataset/dataset_test_util.h"
 
@@ -365,6 +368,94 @@ TEST(ErrorOrder, FailureArrivesInItsBatchsTurnForAnyWorkerCount) {
       }
     }
   }
+}
+
+// The bytes of `jpeg` with its frame header declaring width x height.
+std::string with_frame_size(std::string jpeg, int width, int height) {
+  for (size_t i = 0; i + 9 < jpeg.size(); ++i) {
+    const auto b = [&](size_t k) { return static_cast<uint8_t>(jpeg[k]); };
+    if (b(i) == 0xFF && (b(i + 1) == 0xC0 || b(i + 1) == 0xC2)) {
+      jpeg[i + 5] = static_cast<char>(height >> 8);
+      jpeg[i + 6] = static_cast<char>(height & 0xFF);
+      jpeg[i + 7] = static_cast<char>(width >> 8);
+      jpeg[i + 8] = static_cast<char>(width & 0xFF);
+      return jpeg;
+    }
+  }
+  ADD_FAILURE() << "no frame header";
+  return jpeg;
+}
+
+// A PNG bomb: a header declaring 60,000 x 60,000 RGB (10.8 GB of pixels)
+// over a few kilobytes of deflated zeros.
+std::string png_bomb() {
+  auto be32 = [](uint32_t v) {
+    return std::string{static_cast<char>(v >> 24), static_cast<char>(v >> 16),
+                       static_cast<char>(v >> 8), static_cast<char>(v)};
+  };
+  auto chunk = [&](const std::string& type, const std::string& data) {
+    const std::string body = type + data;
+    const uLong crc =
+        crc32(0, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size()));
+    return be32(static_cast<uint32_t>(data.size())) + body + be32(static_cast<uint32_t>(crc));
+  };
+  std::string ihdr = be32(60000) + be32(60000) + std::string{8, 2, 0, 0, 0};
+  std::string zeros(1 << 20, '\0');
+  uLongf packed_size = compressBound(zeros.size());
+  std::string packed(packed_size, '\0');
+  compress(reinterpret_cast<Bytef*>(packed.data()), &packed_size,
+           reinterpret_cast<const Bytef*>(zeros.data()), zeros.size());
+  packed.resize(packed_size);
+  return std::string("\x89PNG\r\n\x1a\n", 8) + chunk("IHDR", ihdr) + chunk("IDAT", packed) +
+         chunk("IEND", "");
+}
+
+long max_rss_kb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss;
+}
+
+// Hostile samples cost a clear error each and no memory to speak of, and
+// under skip the run goes on: a JPEG declaring 65,535 x 65,535 and a PNG
+// bomb are refused before any pixel memory (max_pixels, 100 million by
+// default), as the events say.
+TEST(HostileInputs, AreRefusedBeforeAllocatingAndTheRunGoesOn) {
+  TempDir dir;
+  make_image_folder(dir.path() + "/images", 2, 20, 32);
+  auto good = encode_jpeg(render_synthetic_image(0, 2, 7, 0, 48, 40), 90);
+  ASSERT_TRUE(good.ok());
+  write_bytes(dir.path() + "/images/c0/huge.jpg", with_frame_size(*good, 65535, 65535));
+  write_bytes(dir.path() + "/images/c1/bomb.png", png_bomb());
+  ConvertOptions c;
+  c.shards = 1;
+  c.check_decode = false;
+  c.max_pixels = uint64_t{1} << 34;  // let them into the shard
+  auto report = convert_images(dir.path() + "/images", dir.path() + "/shards", c);
+  ASSERT_TRUE(report.ok()) << report.status().to_string();
+  ASSERT_EQ(report->written, 42u);
+  PipelineOptions o;
+  o.sources = {dir.path() + "/shards"};
+  o.batch_size = 8;
+  o.drop_last = false;
+  o.sample.width = o.sample.height = 16;
+  o.workers = 2;
+  o.memory_budget = uint64_t{256} << 20;
+  o.on_error = ErrorPolicy::kSkip;
+  const long before = max_rss_kb();
+  auto p = Pipeline::create(o);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  size_t samples = 0;
+  for (auto b = (*p)->next(); b.ok(); b = (*p)->next()) samples += b->size();
+  EXPECT_EQ(samples, 40u);
+  const auto events = (*p)->events();
+  ASSERT_EQ(events.size(), 2u);
+  for (const SampleEvent& e : events) {
+    EXPECT_NE(e.source.find("train-00000-of-00001.tfrecord"), std::string::npos);
+    EXPECT_NE(e.reason.find("pixels"), std::string::npos) << e.reason;
+  }
+  // Decoding either would take gigabytes; refusing them takes nothing.
+  EXPECT_LT(max_rss_kb() - before, 200 * 1024);
 }
 
 }  // namespace
