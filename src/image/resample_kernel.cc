@@ -80,6 +80,35 @@ using V32 = hn::Vec<D32>;
 
 using D16 = hn::ScalableTag<int16_t>;
 
+// Up to this many vertical taps the int16 sum of rounded products stays
+// within 255 << 7 plus half a unit per tap, under 32767; beyond (an area
+// shrink by more than about 14x) it could wrap, so the sums are in int32.
+constexpr int kNarrowTaps = 16;
+
+// The vertical step for many taps: exact int32 sums of pixel * Q15 weight,
+// rounded once to 7 fractional bits.
+void vertical_wide(const uint8_t* const* rows, const int32_t* weights, int taps, size_t columns,
+                   int16_t* pr, int16_t* pg, int16_t* pb) {
+  const D32 d;
+  const hn::Rebind<uint8_t, D32> d8;
+  const hn::Rebind<int16_t, D32> d16;
+  const size_t n = hn::Lanes(d);
+  for (size_t i = 0; i < columns; i += n) {
+    V32 r = hn::Set(d, 1 << 7), g = r, b = r;
+    for (int k = 0; k < taps; ++k) {
+      hn::Vec<decltype(d8)> r8, g8, b8;
+      hn::LoadInterleaved3(d8, rows[k] + 3 * i, r8, g8, b8);
+      const V32 w = hn::Set(d, weights[k]);
+      r = hn::Add(r, hn::Mul(hn::PromoteTo(d, r8), w));
+      g = hn::Add(g, hn::Mul(hn::PromoteTo(d, g8), w));
+      b = hn::Add(b, hn::Mul(hn::PromoteTo(d, b8), w));
+    }
+    hn::StoreU(hn::DemoteTo(d16, hn::ShiftRight<8>(r)), d16, pr + i);
+    hn::StoreU(hn::DemoteTo(d16, hn::ShiftRight<8>(g)), d16, pg + i);
+    hn::StoreU(hn::DemoteTo(d16, hn::ShiftRight<8>(b)), d16, pb + i);
+  }
+}
+
 // Output row y's vertical step: columns x.lo .. x.hi + 1 of its source rows
 // into the three planes, with 7 fractional bits. Each tap is one rounded
 // Q15 product (MulFixedPoint15) of the pixel in Q7.
@@ -103,6 +132,7 @@ void vertical(const KernelJob& j, int y) {
   int16_t* pr = reinterpret_cast<int16_t*>(j.planes);
   int16_t* pg = pr + j.plane_stride;
   int16_t* pb = pg + j.plane_stride;
+  if (taps > kNarrowTaps) return vertical_wide(rows, weights, taps, columns, pr, pg, pb);
 #if HWY_TARGET == HWY_SCALAR  // one lane: no halves to split
   const hn::Rebind<uint8_t, D16> d8;
   for (size_t i = 0; i < columns; ++i) {

@@ -11,7 +11,9 @@
 //   1. vertical: the row's source rows are combined column by column into
 //      three planes (R, G, B) of int16 with 7 fractional bits; each tap adds
 //      (pixel * 128 * w + 2^14) >> 15 for a Q15 weight w (MulFixedPoint15; a
-//      weight of exactly one is stored as 32767);
+//      weight of exactly one is stored as 32767); beyond 16 taps (where
+//      those rounded terms could add up past int16) the sum is exact in
+//      int32, (sum(pixel * w) + 2^7) >> 8;
 //   2. horizontal: each output pixel sums plane * w over its taps with Q14
 //      weights, in int32: 21 fractional bits, exact.
 //

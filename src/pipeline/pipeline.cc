@@ -1057,7 +1057,10 @@ void Pipeline::release(int slot, void* stream) {
   // touches it): this may wait for the batch's copy to finish reading it.
   Status r = impl_->dev ? impl_->dev->release(slot, stream) : Status();
   std::lock_guard lock(impl_->mu);
-  if (!r.ok() && impl_->fatal.ok()) impl_->fatal = r;
+  if (!r.ok() && impl_->fatal.ok()) {
+    impl_->fatal = r;
+    impl_->consumer_cv.notify_all();  // a next() waiting on another thread
+  }
   impl_->slots[static_cast<size_t>(slot)].state = SlotState::kFree;
   impl_->assign_slots();
   impl_->work_cv.notify_all();
