@@ -468,6 +468,7 @@ struct Scratch {
 }  // namespace
 
 Status write_sample_fixed(const DecodedWindow& src, bool flip, const SampleSpec& spec, void* dst) {
+  if (dst == nullptr) return invalid_argument_error("null output");
   thread_local Scratch s;
   SLUICE_RETURN_IF_ERROR(plan_fixed_sample(src, flip, spec, &s.x, &s.y));
   KernelJob j;

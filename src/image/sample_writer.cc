@@ -331,9 +331,8 @@ Affine affine_for(const SampleSpec& spec) {
 // hair outside the window; more than this is a caller's mistake.
 constexpr double kCropSlack = 1e-6;
 
-Status check_inputs(const DecodedWindow& src, const SampleSpec& spec, const void* dst,
-                    const std::vector<float>* scratch, bool need_pixels = true) {
-  if (dst == nullptr || scratch == nullptr) return invalid_argument_error("null output");
+// The spec and the window's geometry (and its pixels, when they are here).
+Status check_window(const DecodedWindow& src, const SampleSpec& spec, bool need_pixels = true) {
   if (spec.width <= 0 || spec.height <= 0) return invalid_argument_error("empty sample size");
   if (emit_for(spec) == nullptr) return invalid_argument_error("unknown dtype");
   if (spec.layout != Layout::kNHWC && spec.layout != Layout::kNCHW) {
@@ -351,6 +350,12 @@ Status check_inputs(const DecodedWindow& src, const SampleSpec& spec, const void
                        src.crop_y + src.crop_height <= src.height + kCropSlack;
   if (!crop_ok) return invalid_argument_error("crop rectangle is not inside the decoded window");
   return ok_status();
+}
+
+Status check_inputs(const DecodedWindow& src, const SampleSpec& spec, const void* dst,
+                    const std::vector<float>* scratch) {
+  if (dst == nullptr || scratch == nullptr) return invalid_argument_error("null output");
+  return check_window(src, spec);
 }
 
 }  // namespace
@@ -373,9 +378,8 @@ AxisTable axis_table(const AxisPlan& p) {
 
 Status plan_sample_job(const DecodedWindow& src, bool flip, const SampleSpec& spec, void* dst,
                        SampleTables* tables, SampleJob* job) {
-  std::vector<float> unused(1);
-  SLUICE_RETURN_IF_ERROR(
-      check_inputs(src, spec, dst, &unused, /*need_pixels=*/!src.pixels.empty()));
+  if (dst == nullptr) return invalid_argument_error("null output");
+  SLUICE_RETURN_IF_ERROR(check_window(src, spec, /*need_pixels=*/!src.pixels.empty()));
   if (tables == nullptr || job == nullptr) return invalid_argument_error("null tables or job");
   const double cx = std::max(0.0, src.crop_x), cy = std::max(0.0, src.crop_y);
   tables->x =
@@ -470,8 +474,7 @@ void fixed_axis(const AxisPlan& p, bool reverse, bool vertical, FixedAxis* a) {
 
 Status plan_fixed_sample(const DecodedWindow& src, bool flip, const SampleSpec& spec, FixedAxis* x,
                          FixedAxis* y) {
-  std::vector<float> unused(1);
-  SLUICE_RETURN_IF_ERROR(check_inputs(src, spec, x, &unused));
+  SLUICE_RETURN_IF_ERROR(check_window(src, spec));
   const double cx = std::max(0.0, src.crop_x), cy = std::max(0.0, src.crop_y);
   fixed_axis(plan_axis(cx, std::min(src.crop_width, src.width - cx), src.width, spec.width), flip,
              /*vertical=*/false, x);
@@ -631,8 +634,8 @@ Status detail::write_sample_opencv(const DecodedWindow& src, bool flip, const Sa
 
 Status write_sample(const DecodedWindow& src, bool flip, const SampleSpec& spec, void* dst,
                     std::vector<float>* scratch) {
-  SLUICE_RETURN_IF_ERROR(check_inputs(src, spec, dst, scratch));
-  return detail::write_sample_fixed(src, flip, spec, dst);
+  if (scratch == nullptr) return invalid_argument_error("null output");
+  return detail::write_sample_fixed(src, flip, spec, dst);  // checks the rest
 }
 
 }  // namespace sluice
