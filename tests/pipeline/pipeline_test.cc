@@ -4,11 +4,14 @@
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <filesystem>
+#include <map>
 #include <set>
 
+#include "base/file_util.h"
 #include "sluice/dataset.h"
 #include "sluice/image.h"
 #include "sluice/record.h"
@@ -456,6 +459,75 @@ TEST(HostileInputs, AreRefusedBeforeAllocatingAndTheRunGoesOn) {
   }
   // Decoding either would take gigabytes; refusing them takes nothing.
   EXPECT_LT(max_rss_kb() - before, 200 * 1024);
+}
+
+// A shard truncated or replaced while a run reads it: clear events or the
+// data the run started with, never a crash or a label that is not the
+// sample's. The record files stay open, so a shard renamed over is still
+// read from the file the run opened; a truncated one ends in skips.
+TEST(ChangedShards, TruncatedOrReplacedMidRunGiveSkipsOrTheOriginalData) {
+  TempDir dir;
+  make_image_folder(dir.path() + "/images", 2, 100, 24);
+  make_image_folder(dir.path() + "/other", 2, 100, 24);
+  ConvertOptions c;
+  c.shards = 1;
+  c.shuffle = false;
+  ASSERT_TRUE(convert_images(dir.path() + "/images", dir.path() + "/shards", c).ok());
+  c.shuffle = true;  // same classes, other order: other labels at the same offsets
+  ASSERT_TRUE(convert_images(dir.path() + "/other", dir.path() + "/replacement", c).ok());
+  const std::string shard = dir.path() + "/shards/train-00000-of-00001.tfrecord";
+  auto options = [&] {
+    PipelineOptions o;
+    o.sources = {dir.path() + "/shards"};
+    o.batch_size = 4;
+    o.sample.width = o.sample.height = 16;
+    o.workers = 1;
+    o.prefetch = 2;
+    o.memory_budget = uint64_t{256} << 20;
+    o.on_error = ErrorPolicy::kSkip;
+    return o;
+  };
+  std::map<uint64_t, int64_t> label_of;
+  {
+    auto p = Pipeline::create(options());
+    ASSERT_TRUE(p.ok());
+    for (auto b = (*p)->next(); b.ok(); b = (*p)->next()) {
+      for (size_t i = 0; i < b->size(); ++i) label_of[b->sample_ids()[i]] = b->labels()[i];
+    }
+  }
+  ASSERT_EQ(label_of.size(), 200u);
+  const std::string original = *detail::read_file(shard);
+  for (bool truncate : {true, false}) {
+    ASSERT_TRUE(detail::write_file_atomic(shard, original).ok());
+    auto p = Pipeline::create(options());
+    ASSERT_TRUE(p.ok());
+    size_t seen = 0, batches = 0;
+    for (auto b = (*p)->next(); b.ok(); b = (*p)->next(), ++batches) {
+      if (batches == 1) {
+        if (truncate) {
+          ASSERT_EQ(::truncate(shard.c_str(), static_cast<off_t>(original.size() / 3)), 0);
+        } else {
+          fs::rename(dir.path() + "/replacement/train-00000-of-00001.tfrecord", shard);
+        }
+      }
+      for (size_t i = 0; i < b->size(); ++i) {
+        ASSERT_EQ(b->labels()[i], label_of.at(b->sample_ids()[i]))
+            << "sample " << b->sample_ids()[i];
+      }
+      seen += b->size();
+    }
+    const auto events = (*p)->events();
+    if (truncate) {
+      EXPECT_LT(seen, 200u);
+      EXPECT_EQ(seen + events.size(), 200u);
+      for (const SampleEvent& e : events) {
+        EXPECT_NE(e.reason.find("truncated"), std::string::npos) << e.reason;
+      }
+    } else {
+      EXPECT_EQ(seen, 200u);
+      EXPECT_TRUE(events.empty());
+    }
+  }
 }
 
 }  // namespace
