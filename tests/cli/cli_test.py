@@ -624,6 +624,25 @@ class CliTest(unittest.TestCase):
             self.assertEqual(contents(out), want, f"trial {trial}")
         self.assertGreater(killed, 5, "convert finished before most kills: make the input larger")
 
+    def test_convert_onto_a_full_disk_fails_clearly_and_leaves_nothing(self):
+        # A 48 KB tmpfs fills during the first shard (about 100 KB): the error names the
+        # file and the reason, the exit status is 1, and the folder holds no
+        # shard, index, manifest or temporary. Needs root to mount.
+        if os.geteuid() != 0:
+            self.skipTest("mounting a tmpfs needs root")
+        disk = self.fresh("fulldisk")
+        os.makedirs(disk)
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48k", "tmpfs", disk],
+                          capture_output=True).returncode != 0:
+            self.skipTest("cannot mount a tmpfs here")
+        try:
+            out = os.path.join(disk, "out")
+            p = run("convert", self.train, "-o", out, "-q", check=1)
+            self.assertRegex(p.stderr, re.escape(out) + r"/\S+: write: No space left on device")
+            self.assertEqual(os.listdir(out), [])
+        finally:
+            subprocess.run(["umount", disk], check=True)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
