@@ -66,6 +66,16 @@ SampleSpec spec_for(const Case& c, DType dtype, Layout layout) {
   return spec;
 }
 
+// float32 NHWC whose values are on the 0..255 scale (mean 0, std 1/255).
+SampleSpec levels_spec(const Case& c) {
+  SampleSpec spec = spec_for(c, DType::kFloat32, Layout::kNHWC);
+  for (int ch = 0; ch < 3; ++ch) {
+    spec.mean[ch] = 0;
+    spec.std[ch] = 1.0f / 255.0f;
+  }
+  return spec;
+}
+
 std::vector<uint8_t> run(const DecodedWindow& src, bool flip, const SampleSpec& spec) {
   std::vector<uint8_t> out(sample_bytes(spec), 0xAB);
   const Status s = detail::write_sample_fixed(src, flip, spec, out.data());
@@ -141,20 +151,16 @@ TEST(ResampleKernel, DigestIsTheSameOnEveryMachine) {
   }
 }
 
-// Against the float reference, on the 0..255 scale: 14-bit weights on
-// each axis (each weight within 2^-15, so at most taps * 255 * 2^-15 per
-// axis), one rounding to 1/128 per vertical tap and a vertical weight of 1
-// stored as 1 - 2^-15. For the bilinear cases that is under 0.05; area
-// shrinks add taps.
+// Against the float reference, on the 0..255 scale: Q14 horizontal and Q15
+// vertical weights (each within one unit, runs of taps within half a unit),
+// one rounding to 1/128 per vertical tap up to 16 taps (one in all beyond),
+// a vertical weight of 1 stored as 1 - 2^-15, and the horizontal sum rounded
+// to float. For the bilinear cases that is under 0.05; area shrinks add taps.
 TEST(ResampleKernel, CloseToTheFloatReference) {
   CounterRng rng(hash_key(run_seed("resample_kernel_test"), 2));
   for (const Case& c : kCases) {
     const DecodedWindow src = random_window(c, rng);
-    SampleSpec spec = spec_for(c, DType::kFloat32, Layout::kNHWC);
-    for (int ch = 0; ch < 3; ++ch) {
-      spec.mean[ch] = 0;
-      spec.std[ch] = 1.0f / 255.0f;  // values on the 0..255 scale
-    }
+    const SampleSpec spec = levels_spec(c);
     for (bool flip : {false, true}) {
       std::vector<float> fast(sample_bytes(spec) / 4), precise(fast.size()), scratch;
       ASSERT_TRUE(detail::write_sample_fixed(src, flip, spec, fast.data()).ok());
@@ -180,11 +186,7 @@ TEST(ResampleKernel, Uint8IsTheRoundedValue) {
   CounterRng rng(hash_key(run_seed("resample_kernel_test"), 3));
   for (const Case& c : kCases) {
     const DecodedWindow src = random_window(c, rng);
-    SampleSpec f = spec_for(c, DType::kFloat32, Layout::kNHWC);
-    for (int ch = 0; ch < 3; ++ch) {
-      f.mean[ch] = 0;
-      f.std[ch] = 1.0f / 255.0f;
-    }
+    const SampleSpec f = levels_spec(c);
     const SampleSpec u = spec_for(c, DType::kUint8, Layout::kNHWC);
     std::vector<float> values(sample_bytes(f) / 4);
     ASSERT_TRUE(detail::write_sample_fixed(src, false, f, values.data()).ok());
