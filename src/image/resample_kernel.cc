@@ -62,10 +62,9 @@ struct KernelJob {
   bool stream = false;
 };
 
-// Bytes a vertical step may read past its last column (LoadInterleaved3 of
-// the widest vector), and the columns it may write past the plane's end.
+// Bytes past a row's last whole vector that a source row must hold for the
+// vertical step's loads (rows near the window's end are read from `tail`).
 constexpr size_t kReadSlack = 256;
-constexpr int kMaxLanes = 64;
 
 }  // namespace sluice::detail
 #endif
@@ -389,16 +388,17 @@ HWY_INLINE void emit(const KernelJob& j, V32 r, V32 g, V32 b, size_t x, int y, s
     }
     return;
   }
-  HWY_ALIGN T staged[3 * kMaxLanes];
+  constexpr size_t kLanes = hn::MaxLanes(decltype(dt)());
+  HWY_ALIGN T staged[3 * kLanes];
   if constexpr (kL == Layout::kNHWC) {
     hn::StoreInterleaved3(cr, cg, cb, dt, staged);
     std::memcpy(out + 3 * pixel, staged, 3 * valid * sizeof(T));
   } else {
     hn::StoreU(cr, dt, staged);
-    hn::StoreU(cg, dt, staged + kMaxLanes);
-    hn::StoreU(cb, dt, staged + 2 * kMaxLanes);
+    hn::StoreU(cg, dt, staged + kLanes);
+    hn::StoreU(cb, dt, staged + 2 * kLanes);
     for (int k = 0; k < 3; ++k) {
-      std::memcpy(out + k * plane + pixel, staged + k * kMaxLanes, valid * sizeof(T));
+      std::memcpy(out + k * plane + pixel, staged + k * kLanes, valid * sizeof(T));
     }
   }
 }
