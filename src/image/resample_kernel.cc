@@ -457,7 +457,7 @@ namespace {
 // Per thread, grown to the largest sample seen and then reused: the kernel
 // allocates nothing once a worker has met its largest window.
 struct Scratch {
-  FixedAxis x, y;
+  FixedSample plan;
   std::vector<int32_t> block_base, block_vectors, pair_index, pair_odd, pair_weight;
   std::vector<uint16_t> planes;
   std::vector<uint8_t> tail;
@@ -470,10 +470,12 @@ struct Scratch {
 Status write_sample_fixed(const DecodedWindow& src, bool flip, const SampleSpec& spec, void* dst) {
   if (dst == nullptr) return invalid_argument_error("null output");
   thread_local Scratch s;
-  SLUICE_RETURN_IF_ERROR(plan_fixed_sample(src, flip, spec, &s.x, &s.y));
+  SLUICE_RETURN_IF_ERROR(plan_fixed_sample(src, flip, spec, &s.plan));
+  const FixedAxis& x = s.plan.x;
+  const FixedAxis& y = s.plan.y;
   KernelJob j;
   const size_t n = HWY_DYNAMIC_DISPATCH(RunKernel)(j);
-  const size_t columns = static_cast<size_t>(s.x.hi - s.x.lo + 2);
+  const size_t columns = static_cast<size_t>(x.hi - x.lo + 2);
   // The horizontal step reads up to two vectors past a block's last pair.
   j.plane_stride = (columns + 2 * n - 1) / (2 * n) * (2 * n) + 4 * n + 4;
   s.planes.resize(3 * j.plane_stride);
@@ -483,19 +485,19 @@ Status write_sample_fixed(const DecodedWindow& src, bool flip, const SampleSpec&
   j.tail_start = src.pixels.size() - keep;
   s.tail.assign(keep + read + kReadSlack, 0);
   std::memcpy(s.tail.data(), src.pixels.data() + j.tail_start, keep);
-  s.rows.resize(static_cast<size_t>(s.y.taps));
-  s.row_weights.resize(static_cast<size_t>(s.y.taps));
-  const size_t entries = static_cast<size_t>(s.x.padded) * static_cast<size_t>(s.x.taps / 2);
-  s.block_base.resize(static_cast<size_t>(s.x.padded));
-  s.block_vectors.resize(static_cast<size_t>(s.x.padded));
+  s.rows.resize(static_cast<size_t>(y.taps));
+  s.row_weights.resize(static_cast<size_t>(y.taps));
+  const size_t entries = static_cast<size_t>(x.padded) * static_cast<size_t>(x.taps / 2);
+  s.block_base.resize(static_cast<size_t>(x.padded));
+  s.block_vectors.resize(static_cast<size_t>(x.padded));
   s.pair_index.resize(entries);
   s.pair_odd.resize(entries);
   s.pair_weight.resize(entries);
   j.src = src.pixels.data();
   j.src_bytes = src.pixels.size();
   j.src_width = src.width;
-  j.x = &s.x;
-  j.y = &s.y;
+  j.x = &x;
+  j.y = &y;
   j.block_base = s.block_base.data();
   j.block_vectors = s.block_vectors.data();
   j.pair_index = s.pair_index.data();
@@ -508,10 +510,8 @@ Status write_sample_fixed(const DecodedWindow& src, bool flip, const SampleSpec&
   j.width = spec.width;
   j.height = spec.height;
   for (int c = 0; c < 3; ++c) {
-    // uint8 stores the resampled pixels: no normalisation (image_ops.h).
-    const bool raw = spec.dtype == DType::kUint8;
-    j.scale[c] = raw ? 0x1p-21f : 1.0f / (255.0f * spec.std[c]) * 0x1p-21f;
-    j.bias[c] = raw ? 0.0f : -spec.mean[c] / spec.std[c];
+    j.scale[c] = s.plan.scale[c] * 0x1p-21f;  // the sums carry 21 fractional bits
+    j.bias[c] = s.plan.bias[c];
   }
   j.dtype = spec.dtype;
   j.layout = spec.layout;

@@ -55,10 +55,17 @@ struct FixedAxis {
   std::vector<int32_t> weight;
 };
 
-// Builds both axes of a sample (flip folded into the x table) after the
-// same checks as write_sample_precise.
-Status plan_fixed_sample(const DecodedWindow& src, bool flip, const SampleSpec& spec, FixedAxis* x,
-                         FixedAxis* y);
+// One sample's plan: both axes (flip folded into the x table) and the
+// normalisation, value * scale + bias for a value on the 0..255 scale
+// (write_sample_precise's; scale 1 and bias 0 for uint8).
+struct FixedSample {
+  FixedAxis x, y;
+  float scale[3] = {}, bias[3] = {};
+};
+
+// Plans a sample after the same checks as write_sample_precise.
+Status plan_fixed_sample(const DecodedWindow& src, bool flip, const SampleSpec& spec,
+                         FixedSample* plan);
 
 // Runs the kernel on Highway's best target for this CPU (or the one
 // forced with force_resample_target). Buffers are per thread, grown to the

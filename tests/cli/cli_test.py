@@ -5,6 +5,7 @@ Standard library only."""
 
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -582,7 +583,6 @@ class CliTest(unittest.TestCase):
         # folder: never a manifest before the shards are whole, and the rerun
         # ends with exactly an uninterrupted run's files (its own hidden
         # temporaries and the dead run's removed).
-        import random
         src = self.fresh("killsrc")
         run("synth", src, "--classes", "2", "--per-class", "500", "--size", "128", "--val-per-class", "0",
             check=0)

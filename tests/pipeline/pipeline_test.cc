@@ -252,17 +252,25 @@ TEST_F(PipelineTest, BadOptionsAndSources) {
   EXPECT_NE(split.status().message().find("no split 'test'"), std::string_view::npos);
 }
 
+// One shard, in folder order, without the decode check, so damaged or
+// hostile files get in.
+ConvertOptions one_unchecked_shard() {
+  ConvertOptions c;
+  c.shards = 1;
+  c.check_decode = false;
+  c.shuffle = false;
+  return c;
+}
+
 class BadSampleTest : public ::testing::Test {
  protected:
   void SetUp() override {
     make_image_folder(dir_.path() + "/images", 2, 6, 40);
     fs::copy_file(test_data("images/jpeg/wuffs-peacock.default.truncated.jpeg"),
                   dir_.path() + "/images/c1/cut.jpg");
-    ConvertOptions c;
-    c.shards = 1;
-    c.check_decode = false;  // let the truncated file into the shard
-    c.shuffle = false;
-    ASSERT_TRUE(convert_images(dir_.path() + "/images", dir_.path() + "/shards", c).ok());
+    ASSERT_TRUE(
+        convert_images(dir_.path() + "/images", dir_.path() + "/shards", one_unchecked_shard())
+            .ok());
   }
   PipelineOptions options(ErrorPolicy policy) {
     PipelineOptions o;
@@ -317,11 +325,8 @@ TEST(ErrorOrder, FailureArrivesInItsBatchsTurnForAnyWorkerCount) {
   make_image_folder(dir.path() + "/images", 2, 60, 32);
   fs::copy_file(test_data("images/jpeg/wuffs-peacock.default.truncated.jpeg"),
                 dir.path() + "/images/c1/cut.jpg");
-  ConvertOptions c;
-  c.shards = 1;
-  c.check_decode = false;
-  c.shuffle = false;
-  ASSERT_TRUE(convert_images(dir.path() + "/images", dir.path() + "/shards", c).ok());
+  ASSERT_TRUE(
+      convert_images(dir.path() + "/images", dir.path() + "/shards", one_unchecked_shard()).ok());
   auto options = [&](ErrorPolicy policy, int workers, int prefetch) {
     PipelineOptions o;
     o.sources = {dir.path() + "/shards"};
@@ -430,9 +435,7 @@ TEST(HostileInputs, AreRefusedBeforeAllocatingAndTheRunGoesOn) {
   ASSERT_TRUE(good.ok());
   write_bytes(dir.path() + "/images/c0/huge.jpg", with_frame_size(*good, 65535, 65535));
   write_bytes(dir.path() + "/images/c1/bomb.png", png_bomb());
-  ConvertOptions c;
-  c.shards = 1;
-  c.check_decode = false;
+  ConvertOptions c = one_unchecked_shard();
   c.max_pixels = uint64_t{1} << 34;  // let them into the shard
   auto report = convert_images(dir.path() + "/images", dir.path() + "/shards", c);
   ASSERT_TRUE(report.ok()) << report.status().to_string();
