@@ -28,11 +28,18 @@ class Wire {
     return false;
   }
 
-  // Reads a tag; false at a malformed one.
+  // Reads a tag; false at a malformed one. As protobuf reads tags: a
+  // varint of at most 5 bytes, of which the low 32 bits count (bits above
+  // are dropped, not an error).
   bool tag(uint32_t* field, uint32_t* wire) {
-    uint64_t t;
-    if (!varint(&t) || t >> 32) return false;
-    *field = static_cast<uint32_t>(t >> 3);
+    uint32_t t = 0;
+    for (int i = 0;; ++i) {
+      if (i == 5 || p_ == end_) return false;
+      const auto b = static_cast<uint8_t>(*p_++);
+      t |= static_cast<uint32_t>(b & 0x7fu) << (7 * i);
+      if (!(b & 0x80)) break;
+    }
+    *field = t >> 3;
     *wire = static_cast<uint32_t>(t & 7);
     return *field != 0;
   }
@@ -45,17 +52,31 @@ class Wire {
     return true;
   }
 
-  bool skip(uint32_t wire) {
+  // Skips an unknown field whose tag was just read. Groups (wire types 3
+  // and 4, deprecated but still valid) are skipped whole, to the end tag of
+  // the same field, as protobuf does; a stray end tag is malformed.
+  bool skip(uint32_t wire, uint32_t field, int depth = 0) {
     uint64_t v;
     std::string_view s;
     switch (wire) {
       case 0: return varint(&v);
       case 1: return advance(8);
       case 2: return bytes(&s);
+      case 3:
+        // protobuf's own recursion limit is 100; nothing real nests groups.
+        if (depth >= kMaxGroupDepth) return false;
+        for (;;) {
+          uint32_t f, w;
+          if (!tag(&f, &w)) return false;
+          if (w == 4) return f == field;
+          if (!skip(w, f, depth + 1)) return false;
+        }
       case 5: return advance(4);
-      default: return false;  // groups are not used by these messages
+      default: return false;
     }
   }
+
+  static constexpr int kMaxGroupDepth = 64;
 
   bool fixed32(uint32_t* v) {
     if (end_ - p_ < 4) return false;
@@ -86,7 +107,7 @@ bool scan_list(std::string_view list, Feature::Kind kind, FeatureView* v) {
     uint32_t field, wire;
     if (!w.tag(&field, &wire)) return false;
     if (field != 1) {
-      if (!w.skip(wire)) return false;
+      if (!w.skip(wire, field)) return false;
       continue;
     }
     if (kind == Feature::Kind::kBytes) {
@@ -137,7 +158,7 @@ bool scan_feature(std::string_view feature, FeatureView* v) {
     uint32_t field, wire;
     if (!w.tag(&field, &wire)) return false;
     if (field < 1 || field > 3) {
-      if (!w.skip(wire)) return false;
+      if (!w.skip(wire, field)) return false;
       continue;
     }
     std::string_view list;
@@ -165,7 +186,7 @@ Status find_features(std::string_view data, const std::string_view* keys, size_t
     uint32_t field, wire;
     if (!example.tag(&field, &wire)) return bad("bad tag");
     if (field != 1) {
-      if (!example.skip(wire)) return bad("bad field");
+      if (!example.skip(wire, field)) return bad("bad field");
       continue;
     }
     std::string_view features;
@@ -175,7 +196,7 @@ Status find_features(std::string_view data, const std::string_view* keys, size_t
       uint32_t ff, fwire;
       if (!fw.tag(&ff, &fwire)) return bad("bad tag in features");
       if (ff != 1) {
-        if (!fw.skip(fwire)) return bad("bad field in features");
+        if (!fw.skip(fwire, ff)) return bad("bad field in features");
         continue;
       }
       std::string_view entry;
@@ -191,7 +212,7 @@ Status find_features(std::string_view data, const std::string_view* keys, size_t
         } else if (ef == 2 && ewire == 2) {
           if (!ew.bytes(&value)) return bad("bad value");
           has_value = true;
-        } else if (!ew.skip(ewire)) {
+        } else if (!ew.skip(ewire, ef)) {
           return bad("bad field in map entry");
         }
       }

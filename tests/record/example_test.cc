@@ -81,6 +81,7 @@ TEST(EventTest, ScalarRoundTrip) {
   EXPECT_EQ(back.values[0].plugin_name, "scalars");
 }
 
+
 }  // namespace
 }  // namespace sluice
 
@@ -127,6 +128,45 @@ TEST(FindFeaturesTest, LastMapEntryWinsAndDamageIsDataLoss) {
   cut.pop_back();
   EXPECT_EQ(find_features(cut, &key, 1, &v).code(), StatusCode::kDataLoss);
   EXPECT_EQ(find_features("\xff\xff\xff", &key, 1, &v).code(), StatusCode::kDataLoss);
+}
+
+// Found by example_scan_fuzz (inputs kept in tests/data/fuzz/example/regress-*):
+// bytes protobuf parses as an Example, which the scan rejected.
+TEST(FindFeaturesTest, SkipsGroupsAndReadsTagsAsProtobufDoes) {
+  Example a;
+  a.features["k"] = Feature::of_int64s({7});
+  const std::string plain = encode_example(a);
+  const std::string_view key = "k";
+  FeatureView v;
+  Example decoded;
+  // An unknown group (field 14: start tag 0x73, a varint field inside,
+  // end tag 0x74) inside the map entry for "k": protobuf drops it, the
+  // scan must skip it whole.
+  const std::string feature("\x1a\x03\x0a\x01\x07", 5);  // int64_list {7}
+  const std::string entry = std::string("\x0a\x01k\x73\x08\x05\x74\x12\x05", 9) + feature;
+  const std::string features = std::string("\x0a") + static_cast<char>(entry.size()) + entry;
+  const std::string group = std::string("\x0a") + static_cast<char>(features.size()) + features;
+  ASSERT_TRUE(decode_example(group, &decoded).ok());
+  ASSERT_EQ(decoded.features.count("k"), 1u);
+  ASSERT_TRUE(find_features(group, &key, 1, &v).ok());
+  EXPECT_EQ(v.first_int64, 7);
+  // A group whose end tag names another field (15) is malformed.
+  std::string mismatched = group;
+  mismatched[mismatched.find('\x74')] = '\x7c';
+  EXPECT_EQ(find_features(mismatched, &key, 1, &v).code(), StatusCode::kDataLoss);
+
+  // A 5-byte tag whose varint has bits above 32: protobuf keeps the low 32
+  // (here field 1 of Example, wire type 2) and so must the scan.
+  std::string wide = plain;
+  wide.replace(0, 1, std::string("\x8a\x80\x80\x80\x70", 5));
+  ASSERT_TRUE(decode_example(wide, &decoded).ok());
+  ASSERT_TRUE(find_features(wide, &key, 1, &v).ok());
+  EXPECT_EQ(v.first_int64, 7);
+  // Six bytes is no tag, for both.
+  std::string six = plain;
+  six.replace(0, 1, std::string("\x8a\x80\x80\x80\x80\x00", 6));
+  EXPECT_FALSE(decode_example(six, &decoded).ok());
+  EXPECT_EQ(find_features(six, &key, 1, &v).code(), StatusCode::kDataLoss);
 }
 
 }  // namespace
