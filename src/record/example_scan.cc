@@ -148,11 +148,11 @@ bool scan_list(std::string_view list, Feature::Kind kind, FeatureView* v) {
   return true;
 }
 
-// Parses one Feature message into `v` (replacing it when the oneof case
-// changes, merging when the same list repeats).
+// Parses one Feature message into `v`, merging into what `v` holds as
+// protobuf merges a message field that occurs again: a new oneof case
+// replaces the old one, the same list appends. Call on a reset view for a
+// fresh Feature.
 bool scan_feature(std::string_view feature, FeatureView* v) {
-  *v = FeatureView{};
-  v->found = true;
   Wire w(feature);
   while (!w.done()) {
     uint32_t field, wire;
@@ -201,17 +201,15 @@ Status find_features(std::string_view data, const std::string_view* keys, size_t
       }
       std::string_view entry;
       if (fwire != 2 || !fw.bytes(&entry)) return bad("bad map entry");
-      std::string_view key, value;
-      bool has_value = false;
+      // The key first (the last one wins; it may follow the value), then,
+      // for a wanted key, every value field in order: protobuf merges them.
+      std::string_view key;
       Wire ew(entry);
       while (!ew.done()) {
         uint32_t ef, ewire;
         if (!ew.tag(&ef, &ewire)) return bad("bad tag in map entry");
         if (ef == 1 && ewire == 2) {
           if (!ew.bytes(&key)) return bad("bad key");
-        } else if (ef == 2 && ewire == 2) {
-          if (!ew.bytes(&value)) return bad("bad value");
-          has_value = true;
         } else if (!ew.skip(ewire, ef)) {
           return bad("bad field in map entry");
         }
@@ -219,11 +217,18 @@ Status find_features(std::string_view data, const std::string_view* keys, size_t
       for (size_t i = 0; i < n_keys; ++i) {
         if (keys[i] != key) continue;
         // The last entry for a key wins, as in protobuf's map parsing.
-        if (!has_value) {
-          out[i] = FeatureView{};
-          out[i].found = true;
-        } else if (!scan_feature(value, &out[i])) {
-          return bad("bad feature");
+        out[i] = FeatureView{};
+        out[i].found = true;
+        Wire vw(entry);
+        while (!vw.done()) {
+          uint32_t ef, ewire;
+          std::string_view value;
+          if (!vw.tag(&ef, &ewire)) return bad("bad tag in map entry");
+          if (ef == 2 && ewire == 2) {
+            if (!vw.bytes(&value) || !scan_feature(value, &out[i])) return bad("bad feature");
+          } else if (!vw.skip(ewire, ef)) {
+            return bad("bad field in map entry");
+          }
         }
       }
     }

@@ -81,7 +81,6 @@ TEST(EventTest, ScalarRoundTrip) {
   EXPECT_EQ(back.values[0].plugin_name, "scalars");
 }
 
-
 }  // namespace
 }  // namespace sluice
 
@@ -130,8 +129,32 @@ TEST(FindFeaturesTest, LastMapEntryWinsAndDamageIsDataLoss) {
   EXPECT_EQ(find_features("\xff\xff\xff", &key, 1, &v).code(), StatusCode::kDataLoss);
 }
 
+// An Example of 16 million features (a 64 MB record; a billion would be
+// 4 GB, over any record limit): the hot-path scan walks it without
+// allocating anything and finds nothing.
+TEST(FindFeaturesTest, SixteenMillionFeaturesCostNoMemory) {
+  const size_t n = size_t{16} << 20;
+  std::string features;
+  features.reserve(4 * n);
+  for (size_t i = 0; i < n; ++i) features.append("\x0a\x02\x0a\x00", 4);  // key "", no value
+  std::string example = "\x0a";
+  uint64_t len = features.size();
+  for (; len >= 0x80; len >>= 7) example += static_cast<char>(0x80 | (len & 0x7f));
+  example += static_cast<char>(len);
+  example += features;
+  features.clear();
+  features.shrink_to_fit();
+  const std::string_view keys[] = {"image/encoded", ""};
+  FeatureView v[2];
+  ASSERT_TRUE(find_features(example, keys, 2, v).ok());
+  EXPECT_FALSE(v[0].found);
+  EXPECT_TRUE(v[1].found);  // the empty key, with no value
+  EXPECT_EQ(v[1].kind, Feature::Kind::kNone);
+}
+
 // Found by example_scan_fuzz (inputs kept in tests/data/fuzz/example/regress-*):
-// bytes protobuf parses as an Example, which the scan rejected.
+// bytes protobuf parses as an Example, which the scan rejected or read
+// otherwise.
 TEST(FindFeaturesTest, SkipsGroupsAndReadsTagsAsProtobufDoes) {
   Example a;
   a.features["k"] = Feature::of_int64s({7});
@@ -154,6 +177,19 @@ TEST(FindFeaturesTest, SkipsGroupsAndReadsTagsAsProtobufDoes) {
   std::string mismatched = group;
   mismatched[mismatched.find('\x74')] = '\x7c';
   EXPECT_EQ(find_features(mismatched, &key, 1, &v).code(), StatusCode::kDataLoss);
+
+  // The value twice in one map entry: protobuf merges the two Features
+  // (the int64 lists append), while a second entry for the key replaces.
+  const std::string twice = std::string("\x0a\x01k\x12\x05", 5) + feature +
+                            std::string("\x12\x05\x1a\x03\x0a\x01\x09", 7);
+  const std::string twice_features = std::string("\x0a") + static_cast<char>(twice.size()) + twice;
+  const std::string merged =
+      std::string("\x0a") + static_cast<char>(twice_features.size()) + twice_features;
+  ASSERT_TRUE(decode_example(merged, &decoded).ok());
+  ASSERT_EQ(decoded.features["k"].int64_list, (std::vector<int64_t>{7, 9}));
+  ASSERT_TRUE(find_features(merged, &key, 1, &v).ok());
+  EXPECT_EQ(v.count, 2u);
+  EXPECT_EQ(v.first_int64, 7);
 
   // A 5-byte tag whose varint has bits above 32: protobuf keeps the low 32
   // (here field 1 of Example, wire type 2) and so must the scan.
