@@ -1,9 +1,11 @@
 #include "base/file_util.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <filesystem>
 
@@ -124,6 +126,31 @@ Result<std::string> read_file(const std::string& path, uint64_t max_bytes) {
 
 std::string temp_name_for(const std::string& path) {
   return path + ".tmp-" + std::to_string(::getpid());
+}
+
+bool temp_writer_alive(std::string_view digits) {
+  if (digits.empty() || digits.size() > 9 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return true;
+  }
+  const pid_t pid = static_cast<pid_t>(std::stoi(std::string(digits)));
+  return pid == ::getpid() || ::kill(pid, 0) == 0 || errno == EPERM;
+}
+
+int remove_dead_temporaries_of(const std::string& path) {
+  const std::filesystem::path p(path);
+  std::filesystem::path dir = p.parent_path();
+  if (dir.empty()) dir = ".";
+  const std::string prefix = p.filename().string() + ".tmp-";
+  int removed = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    if (temp_writer_alive(std::string_view(name).substr(prefix.size()))) continue;
+    if (std::filesystem::remove(entry.path(), ec)) ++removed;
+  }
+  return removed;
 }
 
 Status sync_parent_dir(const std::string& path) {

@@ -62,4 +62,14 @@ Status sync_parent_dir(const std::string& path);
 // A temporary name beside `path`, unique to this process.
 std::string temp_name_for(const std::string& path);
 
+// Whether the process that named a temporary file ".tmp-PID" (`digits` is
+// the PID) may still be writing it: this process, or any live one (one
+// that exists but is not ours to signal counts). Not our naming: true.
+bool temp_writer_alive(std::string_view digits);
+
+// Removes the temporaries of `path` ("path.tmp-PID") that a killed writer
+// left, whose PID is no longer alive; returns how many. A checkpoint or
+// a shard is hundreds of MB: each crash would otherwise leave one more.
+int remove_dead_temporaries_of(const std::string& path);
+
 }  // namespace sluice::detail

@@ -9,14 +9,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <condition_variable>
 #include <filesystem>
-#include <mutex>
 #include <optional>
 #include <regex>
 #include <thread>
 
 #include "base/file_util.h"
+#include "base/mutex.h"
 #include "sluice/dataset.h"
 
 namespace sluice {
@@ -143,40 +142,48 @@ class ReorderBuffer {
 
   // Returns the next position to prepare, or nullopt when done/stopped.
   std::optional<size_t> claim(std::stop_token st) {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, st, [&] { return next_ >= n_ || next_ < consumed_ + window_; });
+    MutexLock lock(&mu_);
+    cv_.wait(mu_, st, [&] {
+      mu_.assert_held();
+      return next_ >= n_ || next_ < consumed_ + window_;
+    });
     if (st.stop_requested() || next_ >= n_) return std::nullopt;
     return next_++;
   }
 
   void put(size_t k, Prepared p) {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       results_[k % window_] = std::move(p);
     }
     cv_.notify_all();
   }
 
   Prepared take(size_t k) {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return results_[k % window_].has_value(); });
-    Prepared p = std::move(*results_[k % window_]);
-    results_[k % window_].reset();
-    consumed_ = k + 1;
-    lock.unlock();
+    Prepared p;
+    {
+      MutexLock lock(&mu_);
+      cv_.wait(mu_, [&] {
+        mu_.assert_held();
+        return results_[k % window_].has_value();
+      });
+      p = std::move(*results_[k % window_]);
+      results_[k % window_].reset();
+      consumed_ = k + 1;
+    }
     cv_.notify_all();
     return p;
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable_any cv_;
+  Mutex mu_;
+  CondVar cv_;
   const size_t n_;
   // A ring: position k lives in slot k % window_; claim() keeps workers
   // within window_ of the writer, so slots never collide.
-  std::vector<std::optional<Prepared>> results_;  // guarded by mu_
-  size_t next_ = 0;                               // guarded by mu_
-  size_t consumed_ = 0;                           // guarded by mu_
+  std::vector<std::optional<Prepared>> results_ SLUICE_GUARDED_BY(mu_);
+  size_t next_ SLUICE_GUARDED_BY(mu_) = 0;
+  size_t consumed_ SLUICE_GUARDED_BY(mu_) = 0;
   size_t window_;
 };
 
@@ -302,18 +309,6 @@ void remove_stale_shards(const std::string& dir, const std::string& split,
 
 namespace {
 
-// Whether the process that named a temporary file ".tmp-PID" may still be
-// writing it: this process, or any live one (kill(pid, 0) finds it, or it
-// exists but is not ours to signal).
-bool writer_alive(std::string_view digits) {
-  if (digits.empty() || digits.size() > 9 ||
-      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    return true;  // not our naming: leave it
-  }
-  const pid_t pid = static_cast<pid_t>(std::stoi(std::string(digits)));
-  return pid == ::getpid() || ::kill(pid, 0) == 0 || errno == EPERM;
-}
-
 // A killed convert leaves its temporaries in the folder: shards closed but
 // not yet renamed (".train-00001.partial") and files being written under
 // ".tmp-PID" (".train-00002.partial.tmp-PID", "train-...idx.tmp-PID",
@@ -336,7 +331,7 @@ void remove_dead_temporaries(const std::string& dir, const std::string& split) {
     if (!std::regex_match(name, m, ours)) continue;
     const bool temporary = m[3].matched;
     const bool partial = name.find(".partial") != std::string::npos;
-    if (temporary ? !writer_alive(m[3].str()) : partial) fs::remove(entry.path(), ec);
+    if (temporary ? !detail::temp_writer_alive(m[3].str()) : partial) fs::remove(entry.path(), ec);
   }
 }
 

@@ -7,17 +7,15 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <mutex>
 #include <string_view>
+
+#include "base/mutex.h"
 
 namespace sluice::detail {
 namespace {
 
-std::mutex& added_mu() {
-  static std::mutex mu;
-  return mu;
-}
-std::vector<std::string>& added_dirs() {
+Mutex added_mu;
+std::vector<std::string>& added_dirs() SLUICE_REQUIRES(added_mu) {
   static auto* dirs = new std::vector<std::string>();  // never destroyed: used until exit
   return *dirs;
 }
@@ -82,14 +80,14 @@ void add_pip_wheels(const char* file, std::vector<std::string>* out) {
 }  // namespace
 
 void add_python_site_dirs(const std::vector<std::string>& dirs) {
-  std::lock_guard lock(added_mu());
+  MutexLock lock(&added_mu);
   for (const std::string& d : dirs) add_unique(d, &added_dirs());
 }
 
 std::vector<std::string> python_site_dirs() {
   std::vector<std::string> out;
   {
-    std::lock_guard lock(added_mu());
+    MutexLock lock(&added_mu);
     out = added_dirs();
   }
   std::vector<std::string> prefixes;

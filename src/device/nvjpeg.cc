@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <mutex>
 #include <type_traits>
 
+#include "base/mutex.h"
 #include "device/libraries.h"
 
 namespace sluice::device {
@@ -157,9 +157,9 @@ Result<std::unique_ptr<Nvjpeg>> Nvjpeg::load(const CudaRuntime& cuda) {
 }
 
 Result<const Nvjpeg*> Nvjpeg::get(const CudaRuntime& cuda) {
-  static std::mutex mu;
-  static const Nvjpeg* found = nullptr;  // never destroyed: used until exit
-  std::lock_guard lock(mu);
+  static Mutex mu;
+  static const Nvjpeg* found SLUICE_GUARDED_BY(mu) = nullptr;  // never destroyed: used until exit
+  MutexLock lock(&mu);
   if (found) return found;
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Nvjpeg> n, load(cuda));
   found = n.release();

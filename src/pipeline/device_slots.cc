@@ -103,7 +103,7 @@ DeviceSlots::~DeviceSlots() {
 size_t DeviceSlots::reserve(int s, size_t bytes, bool host_only) {
   bytes = aligned(bytes);
   Slot& slot = slots_[s];
-  std::lock_guard lock(slot.arena_mu);
+  MutexLock lock(&slot.arena_mu);
   if (slot.arena_bottom + slot.arena_top + bytes > host_bytes_) return SIZE_MAX;
   if (host_only) {
     slot.arena_top += bytes;
@@ -132,7 +132,7 @@ Status DeviceSlots::stage(int s, size_t bytes, std::vector<SampleJob>* jobs,
   const bool kernel = config_.kernel && jobs != nullptr;
   size_t copy = bytes;
   if (kernel) {
-    std::lock_guard lock(slot.arena_mu);
+    MutexLock lock(&slot.arena_mu);
     copy = slot.arena_bottom;  // the top holds what only the host reads
   }
   uint8_t* to = kernel ? slot.arena : slot.output;

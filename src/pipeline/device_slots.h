@@ -18,9 +18,9 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <vector>
 
+#include "base/mutex.h"
 #include "device/cuda_runtime.h"
 #include "device/kernels.h"
 #include "image/sample_kernel.h"
@@ -62,7 +62,7 @@ class DeviceSlots {
   size_t reserve(int s, size_t bytes, bool host_only = false);
   // Starts a new batch in slot s (arena empty).
   void reset_arena(int s) {
-    std::lock_guard lock(slots_[s].arena_mu);
+    MutexLock lock(&slots_[s].arena_mu);
     slots_[s].arena_bottom = slots_[s].arena_top = 0;
   }
 
@@ -112,8 +112,10 @@ class DeviceSlots {
     SampleJob* jobs = nullptr;       // device
     SampleJob* host_jobs = nullptr;  // pinned
     device::cudaEvent_t start = nullptr, copied = nullptr, ready = nullptr, consumed = nullptr;
-    std::mutex arena_mu;
-    size_t arena_bottom = 0, arena_top = 0;  // bytes used from each end
+    Mutex arena_mu;
+    // Bytes used from each end.
+    size_t arena_bottom SLUICE_GUARDED_BY(arena_mu) = 0;
+    size_t arena_top SLUICE_GUARDED_BY(arena_mu) = 0;
     bool timing_pending = false;
     size_t staged_bytes = 0;
     bool has_kernel = false;

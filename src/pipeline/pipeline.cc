@@ -15,16 +15,15 @@
 #include <sys/mman.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <deque>
 #include <limits>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <thread>
 
+#include "base/mutex.h"
 #include "device/jpeg_tiers.h"
 #include "pipeline/device_slots.h"
 #include "pipeline/source.h"
@@ -126,51 +125,55 @@ struct Pipeline::Impl {
   std::string jpeg_note;                 // what decodes JPEGs on the GPU, or why nothing
   std::atomic<uint64_t> cpu_decoded{0};  // tier C: decoded by the workers
   std::atomic<uint64_t> stager_cpu_decoded{0}, gpu_fallbacks{0};
-  device::GpuJpegStats jpeg_stats;  // guarded by mu: the stager's last snapshot
-
-  mutable std::mutex mu;
-  std::condition_variable_any work_cv;      // workers wait here
-  std::condition_variable_any consumer_cv;  // next() and resets wait here
-  // Guarded by mu:
-  uint64_t epoch = 0;
-  uint64_t generation = 0;  // bumped by every reset; stale work is dropped
-  std::shared_ptr<const std::vector<uint32_t>> plan;
-  uint64_t batches = 0;
-  uint64_t next_sample = 0;
-  uint64_t next_hand = 0;
-  uint64_t next_assign = 0;
-  uint64_t next_stage = 0;  // on a device: the next batch to stage
-  std::map<uint64_t, int> batch_slot;
+  mutable Mutex mu;
+  CondVar work_cv;                                        // workers wait here
+  CondVar consumer_cv;                                    // next() and resets wait here
+  device::GpuJpegStats jpeg_stats SLUICE_GUARDED_BY(mu);  // the stager's last snapshot
+  uint64_t epoch SLUICE_GUARDED_BY(mu) = 0;
+  uint64_t generation SLUICE_GUARDED_BY(mu) = 0;  // bumped by every reset; stale work is dropped
+  std::shared_ptr<const std::vector<uint32_t>> plan SLUICE_GUARDED_BY(mu);
+  uint64_t batches SLUICE_GUARDED_BY(mu) = 0;
+  uint64_t next_sample SLUICE_GUARDED_BY(mu) = 0;
+  uint64_t next_hand SLUICE_GUARDED_BY(mu) = 0;
+  uint64_t next_assign SLUICE_GUARDED_BY(mu) = 0;
+  uint64_t next_stage SLUICE_GUARDED_BY(mu) = 0;  // on a device: the next batch to stage
+  std::map<uint64_t, int> batch_slot SLUICE_GUARDED_BY(mu);
+  // Sized once by create(). A slot's state, batch, remaining and error
+  // change under mu; its buffers belong to whoever the state says (the
+  // workers while kFilling, the stager while kStaging, the caller while
+  // kHeld), and are touched without the lock.
   std::vector<Slot> slots;
-  int in_flight = 0;
-  Status fatal;
-  std::vector<SampleEvent> events;
-  uint64_t samples_done = 0;
-  std::deque<TraceSpan> spans;  // options.trace
-  uint64_t batches_done = 0;
-  uint64_t consumer_wait_ns = 0;
+  int in_flight SLUICE_GUARDED_BY(mu) = 0;
+  Status fatal SLUICE_GUARDED_BY(mu);
+  std::vector<SampleEvent> events SLUICE_GUARDED_BY(mu);
+  uint64_t samples_done SLUICE_GUARDED_BY(mu) = 0;
+  std::deque<TraceSpan> spans SLUICE_GUARDED_BY(mu);  // options.trace
+  uint64_t batches_done SLUICE_GUARDED_BY(mu) = 0;
+  uint64_t consumer_wait_ns SLUICE_GUARDED_BY(mu) = 0;
   // Autotune (workers == 0): how many workers may claim work, and the
   // measurement window the tuner judges by.
-  int active = 0;
-  bool tune = false;
-  uint64_t window_start_ns = 0;
-  uint64_t window_wait_ns = 0;
-  uint64_t window_batches = 0;
-  int calm_windows = 0;    // consecutive windows where the consumer never waited
-  int freeze_windows = 0;  // after a step back up, hold still for a while
+  int active SLUICE_GUARDED_BY(mu) = 0;
+  bool tune SLUICE_GUARDED_BY(mu) = false;
+  uint64_t window_start_ns SLUICE_GUARDED_BY(mu) = 0;
+  uint64_t window_wait_ns SLUICE_GUARDED_BY(mu) = 0;
+  uint64_t window_batches SLUICE_GUARDED_BY(mu) = 0;
+  // Consecutive windows where the consumer never waited.
+  int calm_windows SLUICE_GUARDED_BY(mu) = 0;
+  // After a step back up, hold still for a while.
+  int freeze_windows SLUICE_GUARDED_BY(mu) = 0;
 
   // Declared last: destroyed (stopped and joined) first, while everything
   // the workers touch is still alive.
   std::vector<std::jthread> threads;
 
-  uint64_t samples_in_plan() const { return plan ? plan->size() : 0; }
-  size_t batch_len(uint64_t b) const {
+  uint64_t samples_in_plan() const SLUICE_REQUIRES(mu) { return plan ? plan->size() : 0; }
+  size_t batch_len(uint64_t b) const SLUICE_REQUIRES(mu) {
     uint64_t n = samples_in_plan();
     uint64_t start = b * static_cast<uint64_t>(o.batch_size);
     return static_cast<size_t>(std::min<uint64_t>(o.batch_size, n - start));
   }
 
-  void assign_slots() {  // requires mu
+  void assign_slots() SLUICE_REQUIRES(mu) {
     for (size_t s = 0; s < slots.size() && next_assign < batches; ++s) {
       if (slots[s].state != SlotState::kFree) continue;
       Slot& slot = slots[s];
@@ -190,10 +193,13 @@ struct Pipeline::Impl {
 
   // Points the engine at (epoch, first batch); waits for in-flight samples
   // of the old plan to finish first, so no stale write lands in a slot.
-  void reset(std::unique_lock<std::mutex>& lock, uint64_t new_epoch, uint64_t first_batch) {
+  void reset(uint64_t new_epoch, uint64_t first_batch) SLUICE_REQUIRES(mu) {
     ++generation;
     next_sample = std::numeric_limits<uint64_t>::max();  // stop claims
-    consumer_cv.wait(lock, [&] { return in_flight == 0; });
+    consumer_cv.wait(mu, [&] {
+      mu.assert_held();
+      return in_flight == 0;
+    });
     if (!plan || epoch != new_epoch) {
       plan =
           std::make_shared<const std::vector<uint32_t>>(plan_epoch(source->size(), o, new_epoch));
@@ -224,7 +230,7 @@ struct Pipeline::Impl {
   // up while the consumer waits for input (and a core is left), down while
   // the consumer never waits (a worker fewer leaves a core to the trainer),
   // back up at once if that makes the consumer wait.
-  void autotune(uint64_t now) {  // requires mu
+  void autotune(uint64_t now) SLUICE_REQUIRES(mu) {
     const uint64_t kWindow = static_cast<uint64_t>(std::max(4, prefetch));
     if (!tune || ++window_batches < kWindow) return;
     double wall = static_cast<double>(now - window_start_ns);
@@ -254,7 +260,7 @@ struct Pipeline::Impl {
     window_batches = 0;
   }
 
-  bool claimable(int index) const {  // requires mu
+  bool claimable(int index) const SLUICE_REQUIRES(mu) {
     if (index >= active) return false;
     if (next_sample >= uint64_t{batches} * o.batch_size || next_sample >= samples_in_plan())
       return false;
@@ -271,12 +277,15 @@ struct Pipeline::Impl {
       int s;
       std::shared_ptr<const std::vector<uint32_t>> my_plan;
       {
-        std::unique_lock lock(mu);
+        MutexLock lock(&mu);
         if (!claimable(index)) {
           // Time a worker spends with nothing to do: no free slot (the
           // consumer is slower) or parked by the tuner.
           uint64_t t0 = now_ns();
-          bool go = work_cv.wait(lock, st, [&] { return claimable(index); });
+          bool go = work_cv.wait(mu, st, [&] {
+            mu.assert_held();
+            return claimable(index);
+          });
           idle_stage->add_wait(now_ns() - t0);
           if (!go) return;
         }
@@ -294,7 +303,7 @@ struct Pipeline::Impl {
       Status st_sample = prepare(id, ep, &decoder, &window, &scratch, &buffer, s, i,
                                  &slot.labels[i], o.trace ? marks : nullptr);
       slot.ids[i] = id;
-      std::unique_lock lock(mu);
+      MutexLock lock(&mu);
       --in_flight;
       if (gen != generation) {
         consumer_cv.notify_all();
@@ -313,7 +322,8 @@ struct Pipeline::Impl {
     }
   }
 
-  void record_bad(uint64_t ep, uint64_t id, const Status& s, Slot* slot, size_t i) {  // requires mu
+  void record_bad(uint64_t ep, uint64_t id, const Status& s, Slot* slot, size_t i)
+      SLUICE_REQUIRES(mu) {
     SampleEvent e;
     e.epoch = ep;
     e.sample_id = id;
@@ -338,14 +348,14 @@ struct Pipeline::Impl {
     events.push_back(std::move(e));
   }
 
-  void add_span(int track, const char* name, uint64_t start, uint64_t end,
-                uint64_t sample) {  // requires mu
+  void add_span(int track, const char* name, uint64_t start, uint64_t end, uint64_t sample)
+      SLUICE_REQUIRES(mu) {
     if (end <= start) return;
     spans.push_back({track, name, start, end, sample});
     while (spans.size() > o.trace_limit) spans.pop_front();
   }
 
-  void add_sample_spans(int worker, uint64_t id, const uint64_t* marks) {  // requires mu
+  void add_sample_spans(int worker, uint64_t id, const uint64_t* marks) SLUICE_REQUIRES(mu) {
     add_span(worker, "read", marks[0], marks[1], id);
     add_span(worker, "decode", marks[1], marks[2], id);
     add_span(worker, "augment", marks[2], marks[3], id);
@@ -421,8 +431,9 @@ struct Pipeline::Impl {
       int s;
       uint64_t gen;
       {
-        std::unique_lock lock(mu);
-        bool go = consumer_cv.wait(lock, st, [&] {
+        MutexLock lock(&mu);
+        bool go = consumer_cv.wait(mu, st, [&] {
+          mu.assert_held();
           auto it = batch_slot.find(next_stage);
           return it != batch_slot.end() &&
                  slots[static_cast<size_t>(it->second)].state == SlotState::kReady;
@@ -441,7 +452,7 @@ struct Pipeline::Impl {
         r = dev->stage(s, n * sample_bytes, kernel ? &staged_jobs : nullptr,
                        jpeg ? &staged_src : nullptr);
       }
-      std::unique_lock lock(mu);
+      MutexLock lock(&mu);
       --in_flight;
       if (gen == generation) {
         if (!r.ok() && slot.error.ok()) slot.error = r;
@@ -522,7 +533,7 @@ struct Pipeline::Impl {
     {
       device::GpuJpegStats now = jpeg->stats();
       engine_share = now.hardware_available ? now.hardware_share : 0.0;
-      std::lock_guard lock(mu);
+      MutexLock lock(&mu);
       jpeg_stats = std::move(now);
     }
     if (!d.ok()) {
@@ -562,7 +573,7 @@ struct Pipeline::Impl {
       }
       if (!st.ok()) {
         bad.push_back(k);
-        std::lock_guard lock(mu);
+        MutexLock lock(&mu);
         if (gen == generation) record_bad(epoch, slot->ids[k], st, slot, k);
       }
     }
@@ -584,7 +595,7 @@ struct Pipeline::Impl {
       staged_jobs.resize(w);
       staged_src.resize(w);
     }
-    std::lock_guard lock(mu);
+    MutexLock lock(&mu);
     return fatal;
   }
 
@@ -911,6 +922,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(const PipelineOptions& option
       device::GpuJpegStats js = m.jpeg->stats();
       m.jpeg_note = "nvJPEG " + js.nvjpeg_library;
       m.engine_share = js.hardware_available ? js.hardware_share : 0.0;
+      MutexLock lock(&m.mu);  // no thread runs yet; for the analysis
       m.jpeg_stats = std::move(js);
     }
   }
@@ -940,12 +952,12 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(const PipelineOptions& option
   m.batch_stage = &m.telemetry.stage("batch");
   m.idle_stage = &m.telemetry.stage("idle");
   {
-    std::unique_lock lock(m.mu);
-    m.reset(lock, 0, 0);
+    MutexLock lock(&m.mu);
+    m.reset(0, 0);
+    m.active = m.workers;
+    m.tune = options.workers == 0;
+    m.window_start_ns = now_ns();
   }
-  m.active = m.workers;
-  m.tune = options.workers == 0;
-  m.window_start_ns = now_ns();
   for (int w = 0; w < m.workers; ++w) {
     m.threads.emplace_back([&m, w](std::stop_token st) { m.worker(st, w); });
   }
@@ -964,13 +976,13 @@ const PipelineOptions& Pipeline::options() const {
 }
 
 uint64_t Pipeline::samples_per_epoch() const {
-  std::lock_guard lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   uint64_t n = impl_->samples_in_plan();
   return impl_->o.drop_last ? n / impl_->o.batch_size * impl_->o.batch_size : n;
 }
 
 uint64_t Pipeline::batches_per_epoch() const {
-  std::lock_guard lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   return impl_->batches;
 }
 
@@ -979,7 +991,7 @@ Status Pipeline::set_epoch(uint64_t epoch) {
 }
 
 Status Pipeline::restore(const PipelineState& state) {
-  std::unique_lock lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   if (state.batches > impl_->batches && impl_->plan) {
     // batches per epoch do not change between epochs
     return invalid_argument_error(fmt::format("state says {} batches consumed, an epoch has {}",
@@ -991,18 +1003,18 @@ Status Pipeline::restore(const PipelineState& state) {
       impl_->fatal.ok()) {
     return Status();
   }
-  impl_->reset(lock, state.epoch, state.batches);
+  impl_->reset(state.epoch, state.batches);
   return Status();
 }
 
 PipelineState Pipeline::state() const {
-  std::lock_guard lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   return {impl_->epoch, impl_->next_hand};
 }
 
 Result<Batch> Pipeline::next() {
   Impl& m = *impl_;
-  std::unique_lock lock(m.mu);
+  MutexLock lock(&m.mu);
   if (!m.fatal.ok()) return m.fatal;
   if (m.next_hand >= m.batches) {
     return out_of_range_error(fmt::format("epoch {} is done ({} batches)", m.epoch, m.batches));
@@ -1016,7 +1028,10 @@ Result<Batch> Pipeline::next() {
   Slot& slot = m.slots[static_cast<size_t>(it->second)];
   uint64_t t0 = now_ns();
   const SlotState done = m.dev ? SlotState::kStaged : SlotState::kReady;
-  m.consumer_cv.wait(lock, [&] { return slot.state == done || !m.fatal.ok(); });
+  m.consumer_cv.wait(m.mu, [&] {
+    m.mu.assert_held();
+    return slot.state == done || !m.fatal.ok();
+  });
   uint64_t waited = now_ns() - t0;
   m.consumer_wait_ns += waited;
   m.window_wait_ns += waited;
@@ -1057,7 +1072,7 @@ void Pipeline::release(int slot, void* stream) {
   // On a device, outside the lock (the slot is held, so only this thread
   // touches it): this may wait for the batch's copy to finish reading it.
   Status r = impl_->dev ? impl_->dev->release(slot, stream) : Status();
-  std::lock_guard lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   if (!r.ok() && impl_->fatal.ok()) {
     impl_->fatal = r;
     impl_->consumer_cv.notify_all();  // a next() waiting on another thread
@@ -1070,7 +1085,7 @@ void Pipeline::release(int slot, void* stream) {
 PipelineStats Pipeline::stats() const {
   PipelineStats s;
   s.stages = impl_->telemetry.snapshot();
-  std::lock_guard lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   s.samples = impl_->samples_done;
   s.decoded_cpu =
       impl_->kernel ? impl_->cpu_decoded + impl_->stager_cpu_decoded : impl_->samples_done;
@@ -1097,7 +1112,7 @@ PipelineStats Pipeline::stats() const {
     s.decoded_cuda = impl_->jpeg_stats.cuda.images;
     s.hardware_share = impl_->jpeg_stats.hardware_share;
     s.gpu_decode_fallbacks = impl_->gpu_fallbacks;
-    const device::GpuJpegStats& js = impl_->jpeg_stats;
+    const device::GpuJpegStats js = impl_->jpeg_stats;  // a copy, under the lock
     s.nvjpeg_refused = js.nvjpeg_refused;
     s.gpu_decode_strict = js.strict_bitstream;
     s.gpu_decode_allocations = js.nvjpeg_allocations + js.arena_allocations;
@@ -1107,7 +1122,7 @@ PipelineStats Pipeline::stats() const {
 }
 
 std::vector<TraceSpan> Pipeline::trace() const {
-  std::lock_guard lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   return {impl_->spans.begin(), impl_->spans.end()};
 }
 
@@ -1116,7 +1131,7 @@ Result<std::string> Pipeline::record_key(uint64_t id) const {
 }
 
 std::vector<SampleEvent> Pipeline::events() const {
-  std::lock_guard lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   return impl_->events;
 }
 

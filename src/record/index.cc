@@ -2,9 +2,9 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
-#include <mutex>
 
 #include "base/file_util.h"
+#include "base/mutex.h"
 #include "record/format.h"
 #include "record/stream.h"
 #include "sluice/record.h"
@@ -85,7 +85,7 @@ class IndexedRecordFile final : public RecordFile {
   // A compressed stream has no random access: keep one forward reader and
   // restart it when asked to go back. Sequential access costs one inflate.
   Status read_compressed(const IndexEntry& e, std::string* buffer, std::string_view* record) const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!reader_ || reader_->position() > e.offset) {
       RecordReaderOptions ro;
       ro.compression = compression_;
@@ -122,8 +122,8 @@ class IndexedRecordFile final : public RecordFile {
   std::vector<IndexEntry> index_;
   std::unique_ptr<detail::InputStream> plain_;
   RecordFileOptions options_;
-  mutable std::mutex mu_;  // guards reader_
-  mutable std::unique_ptr<RecordReader> reader_;
+  mutable Mutex mu_;
+  mutable std::unique_ptr<RecordReader> reader_ SLUICE_GUARDED_BY(mu_);
 };
 
 }  // namespace

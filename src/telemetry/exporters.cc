@@ -7,11 +7,11 @@
 
 #include <chrono>
 #include <filesystem>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <system_error>
 
 #include "base/file_util.h"
+#include "base/mutex.h"
 #include "sluice/example.h"
 #include "sluice/record.h"
 #include "sluice/telemetry.h"
@@ -35,7 +35,7 @@ std::string host_name() {
 // than truncate the first, later ones get ".1", ".2", ... before the
 // suffix. The mutex makes check-then-create atomic within the process;
 // other processes differ in pid.
-std::mutex event_file_mutex;
+Mutex event_file_mutex;
 
 std::string event_file_name(const std::filesystem::path& logdir) {
   std::string base = fmt::format("events.out.tfevents.{}.{}.{}",
@@ -117,7 +117,7 @@ Result<std::unique_ptr<TensorBoardWriter>> TensorBoardWriter::create(const std::
   std::unique_ptr<TensorBoardWriter> w(new TensorBoardWriter());
   w->impl_ = std::make_unique<Impl>();
   {
-    std::lock_guard<std::mutex> lock(event_file_mutex);
+    MutexLock lock(&event_file_mutex);
     w->impl_->path = event_file_name(logdir);
     // In place, not atomic: TensorBoard reads the file while it grows.
     SLUICE_ASSIGN_OR_RETURN(w->impl_->writer,

@@ -1,6 +1,8 @@
 #include "base/file_util.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -19,6 +21,27 @@ TEST(FileUtilTest, AtomicWriteLeavesNoTemporary) {
   int files = 0;
   for (auto& e : std::filesystem::directory_iterator(dir.path())) files += e.is_regular_file();
   EXPECT_EQ(files, 1);
+}
+
+// A killed writer's "last.pt.tmp-PID" goes; a live writer's (ours, or
+// PID 1's) and other files stay.
+TEST(FileUtilTest, RemovesOnlyDeadWritersTemporaries) {
+  TempDir dir;
+  const std::string path = dir.path() + "/last.pt";
+  pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ::waitpid(dead, nullptr, 0);
+  for (const std::string& name :
+       {std::string("last.pt"), "last.pt.tmp-" + std::to_string(dead),
+        "last.pt.tmp-" + std::to_string(::getpid()), std::string("last.pt.tmp-1"),
+        std::string("last.pt.tmp-x"), std::string("other.tmp-99")}) {
+    ASSERT_TRUE(write_file_atomic(dir.path() + "/" + name, "x").ok());
+  }
+  EXPECT_EQ(remove_dead_temporaries_of(path), 1);
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp-" + std::to_string(dead)));
+  int files = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir.path())) files += e.is_regular_file();
+  EXPECT_EQ(files, 5);
 }
 
 TEST(FileUtilTest, ReadMissingFileIsNotFound) {
