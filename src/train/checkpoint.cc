@@ -11,13 +11,13 @@
 
 namespace sluice::training {
 
-Status write_checkpoint(const std::string& path, const nlohmann::json& meta,
+Status write_checkpoint(const std::string& path, const CheckpointMeta& meta,
                         torch::nn::Module& model, torch::optim::Optimizer* optimizer,
                         const LossScaler* scaler) {
   std::ostringstream bytes;
   try {
     torch::serialize::OutputArchive archive;
-    archive.write("meta", c10::IValue(meta.dump()));
+    archive.write("meta", c10::IValue(format_checkpoint_meta(meta)));
     torch::serialize::OutputArchive m;
     model.save(m);
     archive.write("model", m);
@@ -60,18 +60,14 @@ Status load_archive(const std::string& path, torch::serialize::InputArchive* arc
 
 }  // namespace
 
-Result<nlohmann::json> read_checkpoint_meta(const std::string& path) {
+Result<CheckpointMeta> read_checkpoint_meta(const std::string& path) {
   torch::serialize::InputArchive archive;
   SLUICE_RETURN_IF_ERROR(load_archive(path, &archive, torch::kCPU));
   c10::IValue meta;
   if (!archive.try_read("meta", meta) || !meta.isString()) {
     return data_loss_error(path + ": not a sluice checkpoint (no description)");
   }
-  auto j = nlohmann::json::parse(meta.toStringRef(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    return data_loss_error(path + ": the checkpoint's description is not JSON");
-  }
-  return j;
+  return parse_checkpoint_meta(meta.toStringRef(), path);
 }
 
 Status read_checkpoint(const std::string& path, torch::nn::Module& model,

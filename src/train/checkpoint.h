@@ -8,21 +8,21 @@
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "sluice/status.h"
+#include "train/checkpoint_meta.h"
 #include "train/scaler.h"
 
 namespace sluice::training {
 
-Status write_checkpoint(const std::string& path, const nlohmann::json& meta,
+Status write_checkpoint(const std::string& path, const CheckpointMeta& meta,
                         torch::nn::Module& model, torch::optim::Optimizer* optimizer,
                         const LossScaler* scaler);
 
 // Only the description (cheap enough: the archive is read, tensors are not
-// copied out).
-Result<nlohmann::json> read_checkpoint_meta(const std::string& path);
+// copied out). kDataLoss naming the path and key when it is damaged.
+Result<CheckpointMeta> read_checkpoint_meta(const std::string& path);
 
 // Loads what `path` holds into the given objects (any may be null, except
 // the model); restores the CPU (and CUDA) RNG state when `rng` is true.

@@ -16,7 +16,6 @@
 namespace sluice {
 namespace {
 
-using json = nlohmann::json;
 
 // FEATURES.npy -> FEATURES.labels.npy, FEATURES.keys.npy
 std::string sibling(const std::string& out, const std::string& what) {
@@ -31,7 +30,7 @@ Result<ExtractSummary> run_extract(const ExtractOptions& o) {
   SLUICE_ASSIGN_OR_RETURN(torch::Device device, training::parse_device(o.device, 0));
   SLUICE_ASSIGN_OR_RETURN(auto autocast, training::autocast_mode(o.amp, device));
   if (o.threads > 0) torch::set_num_threads(o.threads);
-  SLUICE_ASSIGN_OR_RETURN(json meta, training::read_checkpoint_meta(o.weights));
+  SLUICE_ASSIGN_OR_RETURN(training::CheckpointMeta meta, training::read_checkpoint_meta(o.weights));
 
   // The checkpoint's input: size and normalisation, unless given.
   PipelineOptions p = o.pipeline;
@@ -41,20 +40,20 @@ Result<ExtractSummary> run_extract(const ExtractOptions& o) {
   p.rank = 0;
   p.world_size = 1;
   p.device = device.is_cuda() ? device.index() : -1;
-  if (meta.contains("image_size") && meta["image_size"].size() == 2) {
-    p.sample.width = meta["image_size"][0].get<int>();
-    p.sample.height = meta["image_size"][1].get<int>();
+  if (meta.image_size) {
+    p.sample.width = (*meta.image_size)[0];
+    p.sample.height = (*meta.image_size)[1];
   }
-  for (int c = 0; c < 3 && meta.contains("mean") && meta.contains("std"); ++c) {
-    p.sample.mean[c] = meta["mean"][c].get<float>();
-    p.sample.std[c] = meta["std"][c].get<float>();
+  for (int c = 0; c < 3 && meta.mean && meta.std; ++c) {
+    p.sample.mean[c] = (*meta.mean)[c];
+    p.sample.std[c] = (*meta.std)[c];
   }
   SLUICE_ASSIGN_OR_RETURN(auto pipe, Pipeline::create(p));
 
-  std::vector<std::string> classes = meta.value("classes", std::vector<std::string>{});
+  const std::vector<std::string>& classes = meta.classes;
   SLUICE_ASSIGN_OR_RETURN(
-      auto model, training::make_model(meta.value("model", ""), static_cast<int>(classes.size()),
-                                       p.sample.width));
+      auto model,
+      training::make_model(meta.model, static_cast<int>(classes.size()), p.sample.width));
   SLUICE_RETURN_IF_ERROR(
       training::read_checkpoint(o.weights, *model, nullptr, nullptr, /*rng=*/false, device));
   model->eval();
@@ -62,8 +61,8 @@ Result<ExtractSummary> run_extract(const ExtractOptions& o) {
   if (!o.layer.empty() && std::find(names.begin(), names.end(), o.layer) == names.end()) {
     std::string list;
     for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-    return invalid_argument_error(fmt::format("--layer: {} has no layer '{}' (it has: {})",
-                                              meta.value("model", ""), o.layer, list));
+    return invalid_argument_error(
+        fmt::format("--layer: {} has no layer '{}' (it has: {})", meta.model, o.layer, list));
   }
   if (pipe->classes() != classes && !pipe->classes().empty()) {
     std::fprintf(stderr,

@@ -179,7 +179,7 @@ class Trainer {
   Status init_from(int classes, int image_size);
   Status checkpoint(int epoch, uint64_t batches_done);
   Status write_checkpoint(int epoch, uint64_t batches_done);
-  json meta(int epoch, uint64_t batches_done) const;
+  training::CheckpointMeta meta(int epoch, uint64_t batches_done) const;
   bool leader() const { return comm_->rank() == 0; }
   // Runs f (validation, a checkpoint) with its time kept out of the run's figures.
   template <typename F>
@@ -196,8 +196,20 @@ class Trainer {
   // beside it: one line per scalar, named by its tag.
   void log_scalar(const std::string& tag, double v, int64_t step) {
     double wall = wall_time();
-    if (jsonl_) (void)jsonl_->write(step, wall, {{tag, v}});
-    if (tb_) (void)tb_->add_scalar(tag, static_cast<float>(v), step, wall);
+    if (jsonl_) log_failed(jsonl_->write(step, wall, {{tag, v}}));
+    if (tb_) log_failed(tb_->add_scalar(tag, static_cast<float>(v), step, wall));
+  }
+  // The logs are not worth a run: when one cannot be written (a full disk),
+  // say so once, naming the file and the reason, stop writing both, and
+  // train on. The checkpoint is what a run must not lose.
+  void log_failed(const Status& s) {
+    if (s.ok()) return;
+    std::fprintf(stderr, "sluice train: warning: %s; the logs stop here (%s), training goes on\n",
+                 std::string(s.message()).c_str(), o_.logdir.c_str());
+    if (tb_) tb_->close().ignore();
+    if (jsonl_) jsonl_->close().ignore();
+    tb_.reset();
+    jsonl_.reset();
   }
   static double wall_time() {
     return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
@@ -296,6 +308,12 @@ Status Trainer::setup() {
     std::error_code ec;
     std::filesystem::create_directories(o_.checkpoint_dir, ec);
     if (ec) return errno_error(o_.checkpoint_dir, "cannot create", ec.value());
+    // A run killed while writing a checkpoint left "last.pt.tmp-PID".
+    const std::string last = (std::filesystem::path(o_.checkpoint_dir) / "last.pt").string();
+    if (int n = detail::remove_dead_temporaries_of(last); n > 0 && !o_.quiet) {
+      std::printf("train: removed %d unfinished checkpoint file%s of a killed run\n", n,
+                  n == 1 ? "" : "s");
+    }
   }
   if (leader() && !o_.quiet) {
     std::printf(
@@ -344,28 +362,27 @@ Status Trainer::setup() {
   return Status();
 }
 
-json Trainer::meta(int epoch, uint64_t batches_done) const {
+training::CheckpointMeta Trainer::meta(int epoch, uint64_t batches_done) const {
   const PipelineOptions& p = o_.pipeline;
-  json m;
-  m["format"] = "sluice checkpoint 1";
-  m["model"] = o_.model;
-  m["classes"] = pipe_->classes();
-  m["image_size"] = {p.sample.width, p.sample.height};
-  m["mean"] = {p.sample.mean[0], p.sample.mean[1], p.sample.mean[2]};
-  m["std"] = {p.sample.std[0], p.sample.std[1], p.sample.std[2]};
-  m["epoch"] = epoch;
-  m["batches_done"] = batches_done;
-  m["batches_per_epoch"] = pipe_->batches_per_epoch();
-  m["step"] = step_;
-  m["world_size"] = comm_->world_size();
-  m["seed"] = p.seed;
-  m["batch_size"] = p.batch_size;
-  m["order"] = std::string(order_name(p.order));
-  m["records"] = pipe_->records();
-  m["amp"] = std::string(amp_name(o_.amp));
-  m["optimizer"] = o_.optimizer;
-  m["epochs"] = o_.epochs;
-  m["running"] = {running_.loss_sum, running_.correct, running_.seen, running_.wait, running_.busy};
+  training::CheckpointMeta m;
+  m.model = o_.model;
+  m.classes = pipe_->classes();
+  m.image_size = {p.sample.width, p.sample.height};
+  m.mean = {p.sample.mean[0], p.sample.mean[1], p.sample.mean[2]};
+  m.std = {p.sample.std[0], p.sample.std[1], p.sample.std[2]};
+  m.epoch = epoch;
+  m.batches_done = batches_done;
+  m.batches_per_epoch = pipe_->batches_per_epoch();
+  m.step = step_;
+  m.world_size = comm_->world_size();
+  m.seed = p.seed;
+  m.batch_size = p.batch_size;
+  m.order = std::string(order_name(p.order));
+  m.records = pipe_->records();
+  m.amp = std::string(amp_name(o_.amp));
+  m.optimizer = o_.optimizer;
+  m.epochs = o_.epochs;
+  m.running = {running_.loss_sum, running_.correct, running_.seen, running_.wait, running_.busy};
   return m;
 }
 
@@ -393,53 +410,49 @@ Status Trainer::resume() {
     if (leader() && !o_.quiet) std::printf("train: no %s yet, starting fresh\n", path.c_str());
     return Status();
   }
-  SLUICE_ASSIGN_OR_RETURN(json m, training::read_checkpoint_meta(path));
-  if (m.value("model", "") != o_.model) {
-    return invalid_argument_error(
-        fmt::format("{} holds a {} model, not {}", path, m.value("model", "?"), o_.model));
+  SLUICE_ASSIGN_OR_RETURN(training::CheckpointMeta m, training::read_checkpoint_meta(path));
+  if (m.model != o_.model) {
+    return invalid_argument_error(fmt::format("{} holds a {} model, not {}", path,
+                                              m.model.empty() ? "?" : m.model, o_.model));
   }
-  if (m.value("classes", json::array()) != json(pipe_->classes())) {
+  if (m.classes != pipe_->classes()) {
     return invalid_argument_error(path + " was trained on other classes than this data has");
   }
   SLUICE_RETURN_IF_ERROR(
       training::read_checkpoint(path, *model_, opt_.get(), &scaler_, /*rng=*/true, device_));
-  step_ = m.value("step", int64_t{0});
-  int epoch = m.value("epoch", 0);
-  uint64_t done = m.value("batches_done", uint64_t{0});
+  step_ = m.step;
+  const int epoch = m.epoch;
+  const uint64_t done = m.batches_done;
   if (done >= pipe_->batches_per_epoch()) {
     start_epoch_ = epoch + 1;
   } else if (done == 0) {
     start_epoch_ = epoch;  // nothing of it consumed: any plan may start it
   } else {
-    if (m.value("world_size", 1) != comm_->world_size() && done > 0) {
+    if (m.world_size != comm_->world_size()) {
       return failed_precondition_error(fmt::format(
           "{} stopped inside epoch {} with {} ranks; resume it with {} ranks (or from an "
           "epoch's end)",
-          path, epoch, m.value("world_size", 1), m.value("world_size", 1)));
+          path, epoch + 1, m.world_size, m.world_size));
     }
     // Inside an epoch, "done batches" only means something for the same plan.
     const PipelineOptions& p = o_.pipeline;
-    auto differs = [&](const char* key, const json& now) {
-      return m.contains(key) && m[key] != now;
+    auto check = [&](const char* key, const auto& then, const auto& now) -> Status {
+      if (!then || *then == now) return Status();
+      return failed_precondition_error(
+          fmt::format("{} stopped inside epoch {} with {} {}, not {}: resume with the same data "
+                      "and options (or from an epoch's end)",
+                      path, epoch + 1, key, *then, now));
     };
-    for (auto [key, now] : {std::pair<const char*, json>{"seed", p.seed},
-                            {"batch_size", p.batch_size},
-                            {"order", std::string(order_name(p.order))},
-                            {"records", pipe_->records()}}) {
-      if (differs(key, now)) {
-        return failed_precondition_error(fmt::format(
-            "{} stopped inside epoch {} with {} {}, not {}: resume with the same data and "
-            "options (or from an epoch's end)",
-            path, epoch + 1, key, m[key].dump(), now.dump()));
-      }
-    }
+    SLUICE_RETURN_IF_ERROR(check("seed", m.seed, p.seed));
+    SLUICE_RETURN_IF_ERROR(check("batch_size", m.batch_size, p.batch_size));
+    SLUICE_RETURN_IF_ERROR(check("order", m.order, std::string(order_name(p.order))));
+    SLUICE_RETURN_IF_ERROR(check("records", m.records, pipe_->records()));
     start_epoch_ = epoch;
     resume_mid_epoch_ = true;
     resume_state_ = PipelineState{static_cast<uint64_t>(epoch), done};
-    const json& r = m["running"];
-    if (r.is_array() && r.size() == 5) {
-      resume_running_ = {r[0].get<double>(), r[1].get<double>(), r[2].get<double>(),
-                         r[3].get<double>(), r[4].get<double>()};
+    if (m.running) {
+      const auto& r = *m.running;
+      resume_running_ = {r[0], r[1], r[2], r[3], r[4]};
     }
   }
   if (leader() && !o_.quiet) {
@@ -640,7 +653,7 @@ Result<bool> Trainer::train_epoch(int epoch) {
       log_scalar("epoch/val_loss", e.val_loss, e.epoch);
       log_scalar("epoch/val_accuracy", e.val_accuracy, e.epoch);
     }
-    if (tb_) (void)tb_->flush();
+    if (tb_) log_failed(tb_->flush());
     if (!o_.quiet) {
       std::string val = e.val_accuracy >= 0 ? fmt::format("  val loss {:.4f} acc {:.1f}%",
                                                           e.val_loss, 100 * e.val_accuracy)
@@ -665,20 +678,18 @@ Result<bool> Trainer::train_epoch(int epoch) {
 // Fine-tuning: the weights of another run's checkpoint, by name, wherever
 // the shapes agree (a head for another number of classes starts fresh).
 Status Trainer::init_from(int classes, int image_size) {
-  SLUICE_ASSIGN_OR_RETURN(json m, training::read_checkpoint_meta(o_.init_from));
-  if (m.value("model", "") != o_.model) {
+  SLUICE_ASSIGN_OR_RETURN(training::CheckpointMeta m, training::read_checkpoint_meta(o_.init_from));
+  if (m.model != o_.model) {
     return invalid_argument_error(fmt::format("--init-from {} holds a {} model, not {}",
-                                              o_.init_from, m.value("model", "?"), o_.model));
+                                              o_.init_from, m.model.empty() ? "?" : m.model,
+                                              o_.model));
   }
-  auto theirs_classes = static_cast<int>(m.value("classes", json::array()).size());
+  auto theirs_classes = static_cast<int>(m.classes.size());
   // Built as it was trained (seed-cnn's dense layer depends on the size).
-  int theirs_size = image_size;
-  if (m.contains("image_size") && m["image_size"].size() == 2) {
-    theirs_size = m["image_size"][0].get<int>();
-  }
+  const int theirs_size = m.image_size ? (*m.image_size)[0] : image_size;
   SLUICE_ASSIGN_OR_RETURN(auto theirs, training::make_model(o_.model, theirs_classes, theirs_size));
   // Other classes (even as many): the output layer starts fresh.
-  const bool same_classes = m.value("classes", json::array()) == json(pipe_->classes());
+  const bool same_classes = m.classes == pipe_->classes();
   const std::string head = o_.model == "seed-cnn" ? "fc2." : "fc.";
   SLUICE_RETURN_IF_ERROR(
       training::read_checkpoint(o_.init_from, *theirs, nullptr, nullptr, false, torch::kCPU));
@@ -876,8 +887,8 @@ Result<TrainSummary> Trainer::run() {
   summary_.steps = step_;
   finish_run_figures();
   write_status(/*done=*/true);
-  if (tb_) SLUICE_RETURN_IF_ERROR(tb_->close());
-  if (jsonl_) SLUICE_RETURN_IF_ERROR(jsonl_->close());
+  if (tb_) log_failed(tb_->close());
+  if (jsonl_) log_failed(jsonl_->close());
   return summary_;
 }
 

@@ -5,7 +5,9 @@ reader of our own (tests/cli/tfrecord_py.py).
 Run by CTest with SLUICE_BIN (the sluice binary, which hands these commands
 to sluice-train) and Debian's python3 (numpy from python3-numpy)."""
 
+import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -150,6 +152,106 @@ class TrainCliTest(unittest.TestCase):
         p = run("train", self.data, *common, "--procs", "2", "--epochs", "200",
                 "--max-steps", "30", "--checkpoint-dir", ckpt, "--resume", check=0)
         self.assertIn("resumed from", p.stdout)
+
+    def test_kill_9_mid_epoch_then_resume_equals_an_uninterrupted_run(self):
+        """kill -9 of the launcher and both Gloo ranks inside an epoch, then
+        --resume: the continued run's losses, step by step, and its final
+        weights (through the features they give) equal an uninterrupted run's."""
+        common = [a if a != "8" else "4" for a in self.common]  # --batch 4 a rank
+        # 48 images, 2 ranks x 4: 6 steps an epoch; a checkpoint every 3
+        # steps puts one inside each epoch.
+        args = [*common, "--procs", "2", "--epochs", "3", "--checkpoint-every", "3",
+                "--log-every", "1"]
+
+        def losses(logdir):
+            out = {}
+            with open(os.path.join(logdir, "train.jsonl")) as f:
+                for line in f:
+                    rec = json.loads(line)
+                    if "train/loss" in rec:
+                        out[rec["step"]] = rec["train/loss"]
+            return out
+
+        def features(ckpt, name):
+            out = os.path.join(self.tmp, name + ".npy")
+            run("extract", self.data, "--split", "val", "--weights", os.path.join(ckpt, "last.pt"),
+                "--out", out, "--threads", "1", "-q", check=0)
+            return np.load(out)
+
+        whole_ckpt = os.path.join(self.tmp, "ckpt-whole")
+        whole_logs = os.path.join(self.tmp, "logs-whole")
+        run("train", self.data, *args, "--checkpoint-dir", whole_ckpt, "--logdir", whole_logs,
+            check=0)
+        whole = losses(whole_logs)
+        self.assertEqual(sorted(whole), list(range(1, 19)))
+
+        ckpt = os.path.join(self.tmp, "ckpt-killed")
+        proc = subprocess.Popen([SLUICE, "train", self.data, *args, "--checkpoint-dir", ckpt,
+                                 "--logdir", os.path.join(self.tmp, "logs-killed")],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+        # Past the checkpoint of step 3, well before the epoch's end (6).
+        wait_for_steps(self, proc, 4)
+        os.killpg(proc.pid, signal.SIGKILL)  # the launcher and every rank
+        proc.communicate(timeout=60)
+        self.assertEqual(proc.returncode, -signal.SIGKILL)
+
+        logs = os.path.join(self.tmp, "logs-resumed")
+        p = run("train", self.data, *args, "--checkpoint-dir", ckpt, "--logdir", logs,
+                "--resume", check=0)
+        m = re.search(r"resumed from .* at epoch (\d+), batch (\d+) \(step (\d+)\)", p.stdout)
+        self.assertIsNotNone(m, p.stdout)
+        self.assertGreater(int(m.group(2)), 0, "the kill did not land inside an epoch")
+        print(f"killed; resumed at epoch {m.group(1)}, batch {m.group(2)}, step {m.group(3)}", file=sys.stderr)
+        resumed = losses(logs)
+        step = int(m.group(3))
+        self.assertEqual(sorted(resumed), list(range(step + 1, 19)))
+        for s in resumed:
+            self.assertEqual(resumed[s], whole[s], f"loss at step {s}")
+        self.assertTrue(np.array_equal(features(whole_ckpt, "whole"), features(ckpt, "resumed")))
+        self.assertEqual(os.listdir(ckpt), ["last.pt"])  # no temporary left behind
+
+    def mount_tmpfs(self, name, size):
+        """A tmpfs of `size` at a fresh folder, unmounted after the test;
+        skips the test without root."""
+        if os.geteuid() != 0:
+            self.skipTest("mounting a tmpfs needs root")
+        disk = os.path.join(self.tmp, name)
+        os.makedirs(disk)
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", disk],
+                          capture_output=True).returncode != 0:
+            self.skipTest("cannot mount a tmpfs here")
+        self.addCleanup(subprocess.run, ["umount", disk], check=True)
+        return disk
+
+    def test_checkpoints_onto_a_full_disk_fail_clearly_and_keep_the_last_one(self):
+        # seed-cnn at 16x16 is a 33.6 MB checkpoint: 48 MB holds one, not the
+        # second beside it (written whole to a temporary, then renamed).
+        disk = self.mount_tmpfs("full-ckpt", "48m")
+        ckpt = os.path.join(disk, "ckpt")
+        p = run("train", self.data, *self.common, "--epochs", "3", "--checkpoint-dir", ckpt,
+                check=1)
+        self.assertRegex(p.stderr, re.escape(ckpt) + r"/last\.pt\S*: write: No space left on device")
+        self.assertEqual(os.listdir(ckpt), ["last.pt"])  # the temporary is gone
+        # The first epoch's checkpoint is whole: a resume goes on from it.
+        os.makedirs(os.path.join(self.tmp, "ckpt-rescued"))
+        shutil.copy(os.path.join(ckpt, "last.pt"), os.path.join(self.tmp, "ckpt-rescued"))
+        p = run("train", self.data, *self.common, "--epochs", "2", "--resume",
+                "--checkpoint-dir", os.path.join(self.tmp, "ckpt-rescued"), check=0)
+        self.assertIn("resumed from", p.stdout)
+        self.assertIn("at epoch 2", p.stdout)
+
+    def test_logs_onto_a_full_disk_warn_once_and_training_goes_on(self):
+        disk = self.mount_tmpfs("full-logs", "8k")
+        logs = os.path.join(disk, "logs")
+        ckpt = os.path.join(self.tmp, "ckpt-full-logs")
+        p = run("train", self.data, *self.common, "--epochs", "4", "--log-every", "1",
+                "--logdir", logs, "--checkpoint-dir", ckpt, check=0)
+        warnings = [line for line in p.stderr.splitlines() if "the logs stop here" in line]
+        self.assertEqual(len(warnings), 1, p.stderr)
+        self.assertRegex(warnings[0], re.escape(logs) + r"/\S+: write: No space left on device")
+        self.assertIn("epoch 4/4", p.stdout)
+        self.assertTrue(os.path.exists(os.path.join(ckpt, "last.pt")))
 
     def test_doctor_finds_the_trainers_libtorch(self):
         p = run("doctor", "--require", "torch", check=0)

@@ -140,6 +140,51 @@ TEST(ModelsTest, Fp16AutocastNeedsCuda) {
             StatusCode::kInvalidArgument);
 }
 
+// A checkpoint's description, as a resume reads it: typed, and damage is
+// an error naming the file and the key, never an exception.
+TEST(CheckpointMetaTest, RoundTripsAndNamesTheDamagedKey) {
+  training::CheckpointMeta m;
+  m.model = "seed-cnn";
+  m.classes = {"a", "b"};
+  m.image_size = std::array<int, 2>{16, 24};
+  m.mean = std::array<float, 3>{0.485f, 0.456f, 0.406f};
+  m.std = std::array<float, 3>{0.229f, 0.224f, 0.225f};
+  m.epoch = 2;
+  m.batches_done = 5;
+  m.step = 41;
+  m.seed = uint64_t{1} << 63;                              // beyond int64: stays unsigned
+  m.running = std::array<double, 5>{NAN, 3, 8, 0.5, 1.5};  // a diverged loss resumes
+  auto back = training::parse_checkpoint_meta(training::format_checkpoint_meta(m), "x.pt");
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_TRUE(std::isnan((*back->running)[0]));
+  back->running.reset();
+  m.running.reset();
+  EXPECT_EQ(*back, m);
+
+  for (auto [text, key] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"step": "9"})", "step"},
+           {R"({"epoch": -1})", "epoch"},
+           {R"({"batches_done": 1.5})", "batches_done"},
+           {R"({"world_size": 0})", "world_size"},
+           {R"({"image_size": [16]})", "image_size"},
+           {R"({"image_size": [16, 0]})", "image_size"},
+           {R"({"mean": [0, "a", 0]})", "mean"},
+           {R"({"classes": ["a", 1]})", "classes"},
+           {R"({"running": [1, 2, 3]})", "running"},
+           {R"({"epoch": 99999999999})", "epoch"}}) {
+    auto r = training::parse_checkpoint_meta(text, "dir/last.pt");
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_EQ(r.status().code(), StatusCode::kDataLoss);
+    EXPECT_NE(r.status().message().find("dir/last.pt"), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find('"' + key + '"'), std::string::npos)
+        << r.status().message();
+  }
+  EXPECT_FALSE(training::parse_checkpoint_meta("[1]", "x.pt").ok());
+  EXPECT_FALSE(training::parse_checkpoint_meta(R"({"std": [1, 0, 1]})", "x.pt").ok());
+  // Unknown keys (a later writer's) are no error.
+  EXPECT_TRUE(training::parse_checkpoint_meta(R"({"later": {"x": 1}})", "x.pt").ok());
+}
+
 // --- training on shards ----------------------------------------------------------
 
 class TrainTest : public ::testing::Test {
@@ -176,7 +221,7 @@ class TrainTest : public ::testing::Test {
   static std::vector<torch::Tensor> weights(const std::string& path) {
     auto meta = training::read_checkpoint_meta(path);
     EXPECT_TRUE(meta.ok()) << meta.status().to_string();
-    auto m = *training::make_model((*meta)["model"], 3, 16);
+    auto m = *training::make_model(meta->model, 3, 16);
     EXPECT_TRUE(training::read_checkpoint(path, *m, nullptr, nullptr, false, torch::kCPU).ok());
     std::vector<torch::Tensor> out = m->parameters();
     for (auto& b : m->buffers()) out.push_back(b);
@@ -240,8 +285,8 @@ TEST_F(TrainTest, StopRequestWritesACheckpoint) {
   EXPECT_EQ(r->steps, 1);
   auto meta = training::read_checkpoint_meta(c + "/last.pt");
   ASSERT_TRUE(meta.ok());
-  EXPECT_EQ((*meta)["step"], 1);
-  EXPECT_EQ((*meta)["batches_done"], 1);
+  EXPECT_EQ(meta->step, 1);
+  EXPECT_EQ(meta->batches_done, 1u);
 }
 
 TEST_F(TrainTest, Bf16AutocastTrains) {
@@ -392,12 +437,12 @@ TEST_F(TrainTest, TwoGlooRanksMatchOneRankOnTheCombinedBatch) {
             0);
   auto m1 = *training::read_checkpoint_meta(one + "/last.pt");
   auto m2 = *training::read_checkpoint_meta(two + "/last.pt");
-  EXPECT_EQ(m1["step"], m2["step"]);
-  EXPECT_EQ(m2["world_size"], 2);
+  EXPECT_EQ(m1.step, m2.step);
+  EXPECT_EQ(m2.world_size, 2);
   double d = max_difference(one + "/last.pt", two + "/last.pt");
-  EXPECT_LT(d, 1e-5) << "largest weight difference after " << m1["step"] << " steps";
-  std::printf("two ranks vs one: largest weight difference %.3g after %d steps\n", d,
-              m1["step"].get<int>());
+  EXPECT_LT(d, 1e-5) << "largest weight difference after " << m1.step << " steps";
+  std::printf("two ranks vs one: largest weight difference %.3g after %lld steps\n", d,
+              static_cast<long long>(m1.step));
   // And they did train: the weights moved from where the seed put them.
   torch::manual_seed(3);
   auto start = *training::make_model("seed-cnn", 3, 16);
