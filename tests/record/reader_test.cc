@@ -1,8 +1,11 @@
 // Reading: framing, clean end, and each kind of damage (after leveldb's
 // log_test: flip a byte, re-sign a CRC, truncate).
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <zlib.h>
 
 #include <cstring>
+#include <filesystem>
 #include <random>
 
 #include "tests/record/record_test_util.h"
@@ -217,6 +220,67 @@ TEST_F(ReaderTest, ConcatenatedGzipMembersReadAsOneStream) {
   Status s;
   EXPECT_EQ(read_all(file("ab.gz"), &s), (std::vector<std::string>{"one", "two", "three"}));
   EXPECT_EQ(s.code(), StatusCode::kOutOfRange);
+}
+
+// A gzip file of `head` then `zeros` zero bytes, deflated a megabyte at a
+// time (a bomb: a few hundred KB that inflate to hundreds of MB).
+void write_gzip_bomb(const std::string& path, const std::string& head, uint64_t zeros) {
+  z_stream z{};
+  ASSERT_EQ(deflateInit2(&z, 9, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY), Z_OK);
+  std::string out;
+  std::vector<unsigned char> buf(1 << 16);
+  const std::string chunk(1 << 20, '\0');
+  auto pump = [&](const std::string& in, int flush) {
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+    z.avail_in = static_cast<uInt>(in.size());
+    do {
+      z.next_out = buf.data();
+      z.avail_out = static_cast<uInt>(buf.size());
+      deflate(&z, flush);
+      out.append(reinterpret_cast<char*>(buf.data()), buf.size() - z.avail_out);
+    } while (z.avail_out == 0);
+  };
+  pump(head, Z_NO_FLUSH);
+  for (uint64_t done = 0; done < zeros; done += chunk.size()) pump(chunk, Z_NO_FLUSH);
+  pump("", Z_FINISH);
+  deflateEnd(&z);
+  spit(path, out);
+}
+
+long max_rss_kb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss;
+}
+
+// Gzip bombs: a record header (valid CRC) claiming 256 MB over 256 MB of
+// deflated zeros is refused before any of it is inflated or allocated when
+// over max_record_bytes (the cap on one record's memory, 1 GiB by default);
+// and a good record followed by 256 MB of zeros gives the record, then a
+// length CRC error at the zeros, without inflating them.
+TEST_F(ReaderTest, GzipBombsAreRefusedWithBoundedMemory) {
+  const uint64_t big = uint64_t{256} << 20;
+  std::string header(12, '\0');
+  std::memcpy(header.data(), &big, 8);
+  const uint32_t crc = mask_crc(crc32c(std::string_view(header.data(), 8)));
+  std::memcpy(header.data() + 8, &crc, 4);
+  write_gzip_bomb(file("bomb.gz"), header, big);
+  EXPECT_LT(std::filesystem::file_size(file("bomb.gz")), 1u << 20);
+  const long before = max_rss_kb();
+  RecordReaderOptions ro;
+  ro.max_record_bytes = uint64_t{64} << 20;
+  Status s;
+  EXPECT_TRUE(read_all(file("bomb.gz"), &s, ro).empty());
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted) << s.to_string();
+  EXPECT_NE(s.message().find("offset 0"), std::string_view::npos) << s.message();
+
+  const std::string good = slurp(write_records(file("good.tfrecord"), {"hello"}));
+  write_gzip_bomb(file("tail.gz"), good, big);
+  EXPECT_EQ(read_all(file("tail.gz"), &s), std::vector<std::string>{"hello"});
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss) << s.to_string();
+  EXPECT_NE(s.message().find("offset 21: length CRC mismatch"), std::string_view::npos)
+      << s.message();
+  EXPECT_LT(max_rss_kb() - before, 32 * 1024);
 }
 
 TEST_F(ReaderTest, MissingFileAndFolderAreClear) {
