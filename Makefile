@@ -5,7 +5,7 @@ PRESET ?= release
 TEST_PRESET ?= dev
 DEMO_DIR ?= build/demo
 
-.PHONY: demo test build bootstrap asan tsan clean
+.PHONY: demo test build bootstrap asan tsan fuzz clean
 
 bootstrap:
 	@./scripts/bootstrap.sh
@@ -35,6 +35,14 @@ tsan: bootstrap
 	cmake --preset tsan >/dev/null
 	cmake --build --preset tsan
 	ctest --preset tsan
+
+# Each fuzz target under libFuzzer + ASan/UBSan (clang) for
+# SLUICE_FUZZ_SECONDS (45 s); scripts/fuzz.sh runs longer campaigns.
+fuzz:
+	@./scripts/bootstrap.sh --fuzz
+	cmake --preset fuzz >/dev/null
+	cmake --build --preset fuzz
+	ctest --preset fuzz
 
 clean:
 	rm -rf build

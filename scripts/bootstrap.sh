@@ -10,12 +10,13 @@
 #   scripts/bootstrap.sh --peers    also what bench/compare.sh runs the peers
 #                                   with (PyTorch's DataLoader, tf.data, DALI,
 #                                   SPDL)
+#   scripts/bootstrap.sh --fuzz     also clang and its libFuzzer runtime: make fuzz
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 mode="${1:-}"
 case "$mode" in
-  ""|--interop|--peers) ;;
-  *) echo "usage: scripts/bootstrap.sh [--interop|--peers]" >&2; exit 2 ;;
+  ""|--interop|--peers|--fuzz) ;;
+  *) echo "usage: scripts/bootstrap.sh [--interop|--peers|--fuzz]" >&2; exit 2 ;;
 esac
 
 # libtorch-dev + libgloo-dev: the trainer (sluice train/extract) with
@@ -38,6 +39,10 @@ packages=(
 # FFmpeg 5's libraries (libavdevice59 brings the rest) for SPDL's decoders.
 if [ "$mode" = --peers ]; then
   packages+=(python3-torchvision python3-pil libavdevice59)
+fi
+# libFuzzer comes with clang; its runtime is only a Recommends of clang's.
+if [ "$mode" = --fuzz ]; then
+  packages+=(clang libclang-rt-14-dev)
 fi
 
 # The Python environment after the packages (it needs python3-venv). Without

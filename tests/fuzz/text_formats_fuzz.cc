@@ -1,5 +1,7 @@
 // Fuzzes the text formats sluice reads from users: DALI index files,
-// dataset.json manifests and convert's CSV/TSV list files.
+// dataset.json manifests, convert's CSV/TSV list files, and advise's GPU
+// catalogue and price files.
+#include "sluice/advise.h"
 #include "sluice/dataset.h"
 #include "sluice/record.h"
 #include "tests/fuzz/fuzz_file.h"
@@ -16,6 +18,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto again = sluice::parse_manifest(sluice::format_manifest(*m), "fuzz.json");
     if (!again.ok()) __builtin_trap();
   }
+  const auto gpus = sluice::parse_gpu_catalog(text, "fuzz.json");
+  if (gpus.ok()) {
+    for (const auto& g : *gpus) {
+      if (g.name.empty()) __builtin_trap();
+    }
+  }
+  sluice::parse_prices(text, "fuzz.json").status().ignore();
   sluice::MemFile f(data, size);
   if (f.ok()) sluice::read_list_file(f.path()).status().ignore();
   return 0;
