@@ -8,6 +8,7 @@ environment (python3 -m venv --system-site-packages ENV) or with
 
 import glob
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -16,6 +17,15 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
+
+
+def project_version():
+    """The version, from its one home: project(sluice VERSION ...) in CMakeLists.txt."""
+    with open(os.path.join(ROOT, "CMakeLists.txt")) as f:
+        m = re.search(r"project\(sluice VERSION ([0-9.]+)", f.read())
+    if not m:
+        raise RuntimeError("CMakeLists.txt: no project(sluice VERSION ...)")
+    return m.group(1)
 
 
 class CMakeBuild(build_ext):
@@ -35,7 +45,7 @@ class CMakeBuild(build_ext):
 
 setup(
     name="sluice",
-    version="0.1.0",
+    version=project_version(),
     description="Keeps GPUs fed: a C++ input pipeline for image training and feature extraction",
     packages=["sluice"],
     package_dir={"": "python"},

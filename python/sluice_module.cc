@@ -465,6 +465,7 @@ py::object inspect_paths(const py::object& paths, bool verify) {
 PYBIND11_MODULE(_sluice, m) {
   using namespace sluice::python;
   m.doc() = "sluice: keeps GPUs fed. The C++ input pipeline, convert and inspect.";
+  m.attr("__version__") = SLUICE_VERSION;  // CMake's project version, its one home
   static py::exception<void> data_error(m, "DataError", PyExc_RuntimeError);
   g_data_error = data_error.ptr();
   m.attr("DataError").attr("__doc__") =

@@ -14,7 +14,6 @@ The pipeline runs in C++ threads; the GIL is released while waiting for a
 batch and during I/O and decoding.
 """
 
-from ._sluice import PIPELINE_OPTIONS, Batch, DataError, Pipeline, convert, inspect
+from ._sluice import PIPELINE_OPTIONS, Batch, DataError, Pipeline, __version__, convert, inspect
 
 __all__ = ["Pipeline", "Batch", "DataError", "convert", "inspect", "PIPELINE_OPTIONS"]
-__version__ = "0.1.0"

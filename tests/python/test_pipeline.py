@@ -274,3 +274,20 @@ print("ok")
     p = subprocess.run([sys.executable, "-c", code, str(dataset / "shards")],
                        capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 0 and p.stdout.strip() == "ok", p.stdout + p.stderr
+
+
+def test_one_version_everywhere():
+    """The version lives in CMakeLists.txt only: the module, the CLI and
+    setup.py all report it."""
+    import re
+
+    import sluice
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    with open(os.path.join(root, "CMakeLists.txt")) as f:
+        version = re.search(r"project\(sluice VERSION ([0-9.]+)", f.read()).group(1)
+    assert sluice.__version__ == version
+    cli = subprocess.run([SLUICE, "--version"], capture_output=True, text=True, check=True)
+    assert cli.stdout.split() == ["sluice", version]
+    setup = subprocess.run([sys.executable, os.path.join(root, "setup.py"), "--version"],
+                           capture_output=True, text=True, check=True, cwd=root)
+    assert setup.stdout.strip().splitlines()[-1] == version
