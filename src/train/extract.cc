@@ -16,7 +16,6 @@
 namespace sluice {
 namespace {
 
-
 // FEATURES.npy -> FEATURES.labels.npy, FEATURES.keys.npy
 std::string sibling(const std::string& out, const std::string& what) {
   std::filesystem::path p(out);
@@ -137,13 +136,7 @@ Result<ExtractSummary> run_extract(const ExtractOptions& o) {
 }  // namespace
 
 Result<ExtractSummary> extract(const ExtractOptions& options) {
-  try {
-    return run_extract(options);
-  } catch (const c10::Error& e) {
-    return internal_error(std::string("LibTorch: ") + e.what_without_backtrace());
-  } catch (const std::exception& e) {
-    return internal_error(std::string("LibTorch: ") + e.what());
-  }
+  return training::guarded([&] { return run_extract(options); });
 }
 
 }  // namespace sluice

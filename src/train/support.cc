@@ -141,7 +141,7 @@ torch::Tensor batch_images(const Batch& batch, const SampleSpec& spec,
     // on the legacy default stream here, which waits for the batch's event
     // (and Batch::release records its own use there before reuse).
     Status s = batch.wait_on(nullptr);
-    if (!s.ok()) throw std::runtime_error(std::string(s.message()));
+    if (!s.ok()) throw StatusError(std::move(s));
     where =
         where.device(torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(batch.device())));
   }

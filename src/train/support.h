@@ -2,10 +2,12 @@
 // tensors, the held-out pipeline, GPU scalars.
 #pragma once
 
+#include <c10/util/Exception.h>
 #include <torch/types.h>
 
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "sluice/gpu_monitor.h"
@@ -14,6 +16,33 @@
 #include "sluice/train.h"
 
 namespace sluice::training {
+
+// A Status carried through code that can only throw (LibTorch callbacks,
+// the tensor helpers below), so that it comes back out with its code.
+class StatusError : public std::runtime_error {
+ public:
+  explicit StatusError(Status s) : std::runtime_error(std::string(s.message())), s_(std::move(s)) {}
+  const Status& status() const { return s_; }
+
+ private:
+  Status s_;
+};
+
+// Runs `f` (returning a Result or Status), turning what it throws into a
+// Status: a StatusError's own, LibTorch's and others' as kInternal naming
+// LibTorch.
+template <typename F>
+auto guarded(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const StatusError& e) {
+    return e.status();
+  } catch (const c10::Error& e) {
+    return internal_error(std::string("LibTorch: ") + e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    return internal_error(std::string("LibTorch: ") + e.what());
+  }
+}
 
 // "cpu" | "cuda" | "cuda:N"; plain "cuda" means cuda:LOCAL_RANK. A CUDA
 // device without a CUDA build of LibTorch or without a GPU is an error.

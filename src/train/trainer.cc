@@ -895,14 +895,10 @@ Result<TrainSummary> Trainer::run() {
 }  // namespace
 
 Result<TrainSummary> train(const TrainOptions& options) {
-  try {
+  return training::guarded([&]() -> Result<TrainSummary> {
     Trainer t(options);
     return t.run();
-  } catch (const c10::Error& e) {
-    return internal_error(std::string("LibTorch: ") + e.what_without_backtrace());
-  } catch (const std::exception& e) {
-    return internal_error(std::string("LibTorch: ") + e.what());
-  }
+  });
 }
 
 }  // namespace sluice

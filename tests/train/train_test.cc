@@ -185,6 +185,22 @@ TEST(CheckpointMetaTest, RoundTripsAndNamesTheDamagedKey) {
   EXPECT_TRUE(training::parse_checkpoint_meta(R"({"later": {"x": 1}})", "x.pt").ok());
 }
 
+// What the trainer's code throws comes back as a Status: a StatusError
+// with its own code, LibTorch's errors and others as kInternal.
+TEST(GuardedTest, KeepsAThrownStatusCode) {
+  auto lost = training::guarded([]() -> Result<int> {
+    throw training::StatusError(data_loss_error("shard.tfrecord: offset 12: bad"));
+  });
+  EXPECT_EQ(lost.status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(lost.status().message(), "shard.tfrecord: offset 12: bad");
+  auto torch_error = training::guarded([]() -> Result<int> {
+    return torch::zeros({2}).view({3}).size(0);  // a shape LibTorch refuses
+  });
+  EXPECT_EQ(torch_error.status().code(), StatusCode::kInternal);
+  EXPECT_EQ(torch_error.status().message().rfind("LibTorch: ", 0), 0u);
+  EXPECT_EQ(*training::guarded([]() -> Result<int> { return 7; }), 7);
+}
+
 // --- training on shards ----------------------------------------------------------
 
 class TrainTest : public ::testing::Test {
