@@ -16,6 +16,7 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -45,13 +46,51 @@ struct LadderCli {
   std::vector<std::string> pass;
 };
 
-// sluice-train's options that take no value (all others take exactly one):
-// needed to tell DATA from an option's value.
-const std::set<std::string>& valueless() {
-  static const std::set<std::string> s = {"--resume",    "--nesterov", "--decay-all",
-                                          "--synthetic", "--pad",      "-q",
-                                          "--quiet",     "--no-val",   "--ablation"};
-  return s;
+// What each of sluice-train's train options takes ("flag", "value" or
+// "values"), from `sluice-train train --list-options`: the ladder must
+// tell DATA from an option's value, and a copy of the trainer's flags here
+// would drift (a new flag read as taking a value swallows DATA).
+Result<std::map<std::string, std::string>> trainer_options(const std::string& trainer) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return errno_error("pipe", "create", errno);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(fds[1], STDOUT_FILENO);
+    const char* argv[] = {trainer.c_str(), "train", "--list-options", nullptr};
+    ::execvp(argv[0], const_cast<char* const*>(argv));
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  if (pid < 0) {
+    ::close(fds[0]);
+    return errno_error(trainer, "fork", errno);
+  }
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof(buf))) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  std::map<std::string, std::string> out;
+  for (size_t at = 0; at < text.size();) {
+    size_t nl = text.find('\n', at);
+    if (nl == std::string::npos) nl = text.size();
+    const std::string line = text.substr(at, nl - at);
+    at = nl + 1;
+    const size_t sp = line.find(' ');
+    if (sp != std::string::npos) out[line.substr(0, sp)] = line.substr(sp + 1);
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !out.count("--epochs")) {
+    return failed_precondition_error(fmt::format(
+        "--ablation: {} does not list its options (is it this sluice's trainer? `sluice doctor` "
+        "finds it)",
+        trainer));
+  }
+  return out;
 }
 
 // Set per rung by the ladder, or meaningless across rungs.
@@ -63,7 +102,14 @@ const std::set<std::string>& ladder_owned() {
   return s;
 }
 
-Status parse(const std::vector<std::string>& args, LadderCli* c) {
+// The ladder's own options, which take a value.
+const std::set<std::string>& ladder_options() {
+  static const std::set<std::string> s = {"--raw", "--json", "--report"};
+  return s;
+}
+
+Status parse(const std::vector<std::string>& args, const std::map<std::string, std::string>& known,
+             LadderCli* c) {
   for (size_t i = 0; i < args.size(); ++i) {
     std::string a = args[i], value;
     bool has_value = false;
@@ -86,7 +132,11 @@ Status parse(const std::vector<std::string>& args, LadderCli* c) {
       return invalid_argument_error(a +
                                     ": set per rung by --ablation (or meaningless across "
                                     "rungs); leave it out");
-    if (valueless().count(a)) {
+    const auto it = known.find(a);
+    if (it == known.end() && !ladder_options().count(a)) {
+      return invalid_argument_error(a + ": not an option of sluice train");
+    }
+    if (it != known.end() && it->second == "flag") {
       c->pass.push_back(a);
       continue;
     }
@@ -390,7 +440,9 @@ int usage(const Status& s) {
 
 int run_train_ablation(const std::vector<std::string>& args) {
   LadderCli c;
-  if (Status s = parse(args, &c); !s.ok()) return usage(s);
+  auto known = trainer_options(find_trainer());
+  if (!known.ok()) return report_error("train", known.status());
+  if (Status s = parse(args, *known, &c); !s.ok()) return usage(s);
   // Before the rungs, which may take hours: fail now on a path that cannot be written.
   for (auto [flag, path] : {std::pair{"--report", c.report_file}, {"--json", c.json_file}}) {
     if (path.empty()) continue;

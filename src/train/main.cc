@@ -16,11 +16,13 @@
 
 #include <CLI/CLI.hpp>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/file_util.h"
@@ -477,6 +479,22 @@ int main(int argc, char** argv) {
   extract_cmd->add_flag("-q,--quiet", e->o.quiet, "Only errors");
   extract_cmd->callback([e, &exit_code] { exit_code = run_extract(*e); });
 
+  // `sluice-train train --list-options`: each option of train and what it
+  // takes ("flag", "value" or "values"), so that `sluice train --ablation`
+  // tells DATA from an option's value by this table instead of a copy.
+  if (argc == 3 && std::string_view(argv[1]) == "train" &&
+      std::string_view(argv[2]) == "--list-options") {
+    for (const CLI::Option* opt : train_cmd->get_options()) {
+      if (!opt->nonpositional()) continue;
+      const int most = opt->get_expected_max();
+      const char* takes = most == 0 ? "flag" : most == 1 ? "value" : "values";
+      for (const std::string& name : opt->get_lnames())
+        std::printf("--%s %s\n", name.c_str(), takes);
+      for (const std::string& name : opt->get_snames())
+        std::printf("-%s %s\n", name.c_str(), takes);
+    }
+    return 0;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& err) {

@@ -253,6 +253,20 @@ class TrainCliTest(unittest.TestCase):
         self.assertIn("epoch 4/4", p.stdout)
         self.assertTrue(os.path.exists(os.path.join(ckpt, "last.pt")))
 
+    def test_the_trainer_lists_what_each_option_takes(self):
+        # What `sluice train --ablation` reads instead of a copy of the flags.
+        trainer = os.path.join(os.path.dirname(SLUICE), "..", "train", "sluice-train")
+        p = subprocess.run([trainer, "train", "--list-options"], capture_output=True, text=True,
+                           check=True)
+        takes = dict(line.split(" ", 1) for line in p.stdout.splitlines())
+        for name, what in (("--resume", "flag"), ("--nesterov", "flag"), ("-q", "flag"),
+                           ("--no-val", "flag"), ("--epochs", "value"), ("--batch", "value"),
+                           ("--val", "values")):
+            self.assertEqual(takes.get(name), what, name)
+        # And the ladder refuses what the trainer does not know, before any rung.
+        p = run("train", self.data, "--ablation", "--no-such-option", "3", check=2)
+        self.assertIn("--no-such-option: not an option of sluice train", p.stderr)
+
     def test_doctor_finds_the_trainers_libtorch(self):
         p = run("doctor", "--require", "torch", check=0)
         self.assertRegex(p.stdout, r"ok +library +sluice-train [0-9.]+, LibTorch [0-9.]+")
