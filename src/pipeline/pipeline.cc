@@ -25,6 +25,7 @@
 
 #include "base/mutex.h"
 #include "device/jpeg_tiers.h"
+#include "pipeline/autotune.h"
 #include "pipeline/device_slots.h"
 #include "pipeline/source.h"
 
@@ -106,7 +107,7 @@ struct Pipeline::Impl {
   int workers = 0;
   int prefetch = 0;
   uint64_t slot_bytes = 0;
-  std::string tuning;
+  std::string tuning;  // how workers and prefetch were chosen (until the tuner moves)
 
   Telemetry telemetry;
   StageStats* read_stage = nullptr;
@@ -150,17 +151,8 @@ struct Pipeline::Impl {
   std::deque<TraceSpan> spans SLUICE_GUARDED_BY(mu);  // options.trace
   uint64_t batches_done SLUICE_GUARDED_BY(mu) = 0;
   uint64_t consumer_wait_ns SLUICE_GUARDED_BY(mu) = 0;
-  // Autotune (workers == 0): how many workers may claim work, and the
-  // measurement window the tuner judges by.
-  int active SLUICE_GUARDED_BY(mu) = 0;
-  bool tune SLUICE_GUARDED_BY(mu) = false;
-  uint64_t window_start_ns SLUICE_GUARDED_BY(mu) = 0;
-  uint64_t window_wait_ns SLUICE_GUARDED_BY(mu) = 0;
-  uint64_t window_batches SLUICE_GUARDED_BY(mu) = 0;
-  // Consecutive windows where the consumer never waited.
-  int calm_windows SLUICE_GUARDED_BY(mu) = 0;
-  // After a step back up, hold still for a while.
-  int freeze_windows SLUICE_GUARDED_BY(mu) = 0;
+  // How many workers may claim work (all, unless workers = auto).
+  std::optional<detail::Autotuner> tuner SLUICE_GUARDED_BY(mu);
 
   // Declared last: destroyed (stopped and joined) first, while everything
   // the workers touch is still alive.
@@ -226,42 +218,8 @@ struct Pipeline::Impl {
     work_cv.notify_all();
   }
 
-  // Judges one window of batches and moves the active worker count by one:
-  // up while the consumer waits for input (and a core is left), down while
-  // the consumer never waits (a worker fewer leaves a core to the trainer),
-  // back up at once if that makes the consumer wait.
-  void autotune(uint64_t now) SLUICE_REQUIRES(mu) {
-    const uint64_t kWindow = static_cast<uint64_t>(std::max(4, prefetch));
-    if (!tune || ++window_batches < kWindow) return;
-    double wall = static_cast<double>(now - window_start_ns);
-    double wait_share = wall > 0 ? window_wait_ns / wall : 0;
-    int before = active;
-    if (freeze_windows > 0) --freeze_windows;
-    if (wait_share > 0.05) {
-      calm_windows = 0;
-      if (active < workers) {
-        ++active;
-        freeze_windows = 8;
-      }
-    } else if (wait_share < 0.01 && ++calm_windows >= 2 && freeze_windows == 0 && active > 1) {
-      --active;
-      calm_windows = 0;
-    }
-    if (active != before) {
-      tuning = fmt::format(
-          "workers {} of {} active (autotune: the consumer waited {:.0f} % of the last {} "
-          "batches), "
-          "prefetch {}",
-          active, workers, 100 * wait_share, kWindow, prefetch);
-      work_cv.notify_all();
-    }
-    window_start_ns = now;
-    window_wait_ns = 0;
-    window_batches = 0;
-  }
-
   bool claimable(int index) const SLUICE_REQUIRES(mu) {
-    if (index >= active) return false;
+    if (index >= tuner->active()) return false;
     if (next_sample >= uint64_t{batches} * o.batch_size || next_sample >= samples_in_plan())
       return false;
     return batch_slot.count(next_sample / o.batch_size) != 0;
@@ -953,10 +911,8 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(const PipelineOptions& option
   m.idle_stage = &m.telemetry.stage("idle");
   {
     MutexLock lock(&m.mu);
+    m.tuner.emplace(m.workers, m.prefetch, /*enabled=*/options.workers == 0, now_ns());
     m.reset(0, 0);
-    m.active = m.workers;
-    m.tune = options.workers == 0;
-    m.window_start_ns = now_ns();
   }
   for (int w = 0; w < m.workers; ++w) {
     m.threads.emplace_back([&m, w](std::stop_token st) { m.worker(st, w); });
@@ -1034,10 +990,10 @@ Result<Batch> Pipeline::next() {
   });
   uint64_t waited = now_ns() - t0;
   m.consumer_wait_ns += waited;
-  m.window_wait_ns += waited;
+
   if (m.o.trace) m.add_span(-1, "wait for batch", t0, t0 + waited, m.next_hand);
   m.batch_stage->add_wait(waited);
-  m.autotune(now_ns());
+  if (m.tuner->on_batch(now_ns(), waited)) m.work_cv.notify_all();
   if (!m.fatal.ok()) return m.fatal;
   if (!slot.error.ok()) {
     m.fatal = slot.error;  // the run stays failed until a restore
@@ -1093,12 +1049,12 @@ PipelineStats Pipeline::stats() const {
   s.bad_samples = impl_->events.size();
   s.consumer_wait_seconds = impl_->consumer_wait_ns / 1e9;
   s.workers = impl_->workers;
-  s.active_workers = impl_->active;
+  s.active_workers = impl_->tuner->active();
   s.prefetch = impl_->prefetch;
   const SlotState ready = impl_->dev ? SlotState::kStaged : SlotState::kReady;
   for (const Slot& slot : impl_->slots) s.ready_batches += slot.state == ready;
   s.slot_bytes = impl_->slot_bytes;
-  s.tuning = impl_->tuning;
+  s.tuning = impl_->tuner->note().empty() ? impl_->tuning : impl_->tuner->note();
   if (impl_->dev) {
     auto c = impl_->dev->counters();
     s.device = impl_->o.device;
