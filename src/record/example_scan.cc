@@ -99,6 +99,20 @@ Status bad(const char* what) {
   return data_loss_error(std::string("not a tf.train.Example (") + what + ")");
 }
 
+// Whether a field of a message here arrived with its declared wire type.
+// protobuf treats one that did not as an unknown field and skips it, and
+// so must the scan (example_scan_fuzz found a Feature whose int64_list came
+// as a fixed32).
+bool is_value_wire(Feature::Kind kind, uint32_t wire) {
+  switch (kind) {
+    case Feature::Kind::kBytes: return wire == 2;
+    case Feature::Kind::kInt64: return wire == 0 || wire == 2;  // one, or packed
+    case Feature::Kind::kFloat: return wire == 5 || wire == 2;  // one, or packed
+    case Feature::Kind::kNone: return false;
+  }
+  return false;
+}
+
 // Adds the values of one list message (BytesList, FloatList, Int64List) to
 // the view, as protobuf merges repeated occurrences.
 bool scan_list(std::string_view list, Feature::Kind kind, FeatureView* v) {
@@ -106,13 +120,13 @@ bool scan_list(std::string_view list, Feature::Kind kind, FeatureView* v) {
   while (!w.done()) {
     uint32_t field, wire;
     if (!w.tag(&field, &wire)) return false;
-    if (field != 1) {
+    if (field != 1 || !is_value_wire(kind, wire)) {
       if (!w.skip(wire, field)) return false;
       continue;
     }
     if (kind == Feature::Kind::kBytes) {
       std::string_view b;
-      if (wire != 2 || !w.bytes(&b)) return false;
+      if (!w.bytes(&b)) return false;
       if (v->count++ == 0) v->first_bytes = b;
     } else if (kind == Feature::Kind::kInt64) {
       uint64_t x;
@@ -127,8 +141,6 @@ bool scan_list(std::string_view list, Feature::Kind kind, FeatureView* v) {
           if (!pw.varint(&x)) return false;
           if (v->count++ == 0) v->first_int64 = static_cast<int64_t>(x);
         }
-      } else {
-        return false;
       }
     } else {
       uint32_t bits;
@@ -140,8 +152,6 @@ bool scan_list(std::string_view list, Feature::Kind kind, FeatureView* v) {
         if (!w.bytes(&packed) || packed.size() % 4) return false;
         if (!packed.empty() && v->count == 0) std::memcpy(&v->first_float, packed.data(), 4);
         v->count += packed.size() / 4;
-      } else {
-        return false;
       }
     }
   }
@@ -157,12 +167,12 @@ bool scan_feature(std::string_view feature, FeatureView* v) {
   while (!w.done()) {
     uint32_t field, wire;
     if (!w.tag(&field, &wire)) return false;
-    if (field < 1 || field > 3) {
+    if (field < 1 || field > 3 || wire != 2) {  // unknown, or a list of the wrong wire type
       if (!w.skip(wire, field)) return false;
       continue;
     }
     std::string_view list;
-    if (wire != 2 || !w.bytes(&list)) return false;
+    if (!w.bytes(&list)) return false;
     Feature::Kind kind = field == 1   ? Feature::Kind::kBytes
                          : field == 2 ? Feature::Kind::kFloat
                                       : Feature::Kind::kInt64;
@@ -185,22 +195,22 @@ Status find_features(std::string_view data, const std::string_view* keys, size_t
   while (!example.done()) {
     uint32_t field, wire;
     if (!example.tag(&field, &wire)) return bad("bad tag");
-    if (field != 1) {
+    if (field != 1 || wire != 2) {
       if (!example.skip(wire, field)) return bad("bad field");
       continue;
     }
     std::string_view features;
-    if (wire != 2 || !example.bytes(&features)) return bad("bad features");
+    if (!example.bytes(&features)) return bad("bad features");
     Wire fw(features);
     while (!fw.done()) {
       uint32_t ff, fwire;
       if (!fw.tag(&ff, &fwire)) return bad("bad tag in features");
-      if (ff != 1) {
+      if (ff != 1 || fwire != 2) {
         if (!fw.skip(fwire, ff)) return bad("bad field in features");
         continue;
       }
       std::string_view entry;
-      if (fwire != 2 || !fw.bytes(&entry)) return bad("bad map entry");
+      if (!fw.bytes(&entry)) return bad("bad map entry");
       // The key first (the last one wins; it may follow the value), then,
       // for a wanted key, every value field in order: protobuf merges them.
       std::string_view key;

@@ -215,6 +215,22 @@ TEST(FindFeaturesTest, SkipsGroupsAndReadsTagsAsProtobufDoes) {
   EXPECT_EQ(v.count, 2u);
   EXPECT_EQ(v.first_int64, 7);
 
+  // A list field of the wrong wire type (int64_list as a fixed32) is an
+  // unknown field to protobuf: skipped, the Feature stays empty (the strict
+  // decode refuses unknown fields, unless a later entry for the key
+  // replaces that Feature, as here; the scan skips them either way).
+  const std::string wrong_entry("\x0a\x01k\x12\x05\x1d\x03\x0a\x01\x01", 10);
+  const std::string then =
+      std::string("\x0a\x0a", 2) + wrong_entry + std::string("\x0a\x0e", 2) + entry;
+  const std::string replaced = std::string("\x0a") + static_cast<char>(then.size()) + then;
+  ASSERT_TRUE(decode_example(replaced, &decoded).ok());
+  ASSERT_TRUE(find_features(replaced, &key, 1, &v).ok());
+  EXPECT_EQ(v.first_int64, 7);
+  const std::string alone = std::string("\x0a\x0c\x0a\x0a", 4) + wrong_entry;
+  ASSERT_TRUE(find_features(alone, &key, 1, &v).ok());
+  EXPECT_TRUE(v.found);
+  EXPECT_EQ(v.kind, Feature::Kind::kNone);
+
   // A 5-byte tag whose varint has bits above 32: protobuf keeps the low 32
   // (here field 1 of Example, wire type 2) and so must the scan.
   std::string wide = plain;
