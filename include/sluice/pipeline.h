@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sluice/dataset.h"
@@ -152,6 +153,12 @@ struct PipelineState {
   uint64_t batches = 0;
   friend bool operator==(const PipelineState&, const PipelineState&) = default;
 };
+
+// The state as a file (`sluice bench --state-out/--state-in`, docs/formats.md):
+// {"epoch": E, "batches": B}. Parsing fails with kDataLoss naming `name`
+// for anything else (other keys are ignored).
+std::string format_pipeline_state(const PipelineState& state);
+Result<PipelineState> parse_pipeline_state(std::string_view json, std::string_view name);
 
 // A bad sample, with where it came from.
 struct SampleEvent {

@@ -110,13 +110,7 @@ Status write_trace(const std::string& path, const std::vector<TraceSpan>& spans,
 
 Result<PipelineState> read_state(const std::string& path) {
   SLUICE_ASSIGN_OR_RETURN(std::string text, detail::read_file(path, 1 << 20));
-  json j = json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.contains("epoch") || !j.contains("batches") ||
-      !j["epoch"].is_number_unsigned() || !j["batches"].is_number_unsigned()) {
-    return data_loss_error(path +
-                           ": not a sluice state file (expected {\"epoch\": E, \"batches\": B})");
-  }
-  return PipelineState{j["epoch"].get<uint64_t>(), j["batches"].get<uint64_t>()};
+  return parse_pipeline_state(text, path);
 }
 
 // The live status `sluice top` shows, replaced twice a second (written
@@ -621,8 +615,8 @@ int run(BenchCli& c) {
       return report_error("bench", st);
   }
   if (!c.state_out.empty()) {
-    json s = {{"epoch", r->state.epoch}, {"batches", r->state.batches}};
-    if (Status st = detail::write_file_atomic(c.state_out, s.dump() + "\n"); !st.ok())
+    if (Status st = detail::write_file_atomic(c.state_out, format_pipeline_state(r->state));
+        !st.ok())
       return report_error("bench", st);
   }
   json summary = summary_json(c, *r, v, peak, full, floor);

@@ -1,8 +1,9 @@
 // Fuzzes the text formats sluice reads from users: DALI index files,
-// dataset.json manifests, convert's CSV/TSV list files, and advise's GPU
-// catalogue and price files.
+// dataset.json manifests, convert's CSV/TSV list files, advise's GPU
+// catalogue and price files, and the pipeline state file.
 #include "sluice/advise.h"
 #include "sluice/dataset.h"
+#include "sluice/pipeline.h"
 #include "sluice/record.h"
 #include "tests/fuzz/fuzz_file.h"
 
@@ -25,6 +26,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   sluice::parse_prices(text, "fuzz.json").status().ignore();
+  const auto state = sluice::parse_pipeline_state(text, "fuzz.state");
+  if (state.ok()) {
+    const auto again =
+        sluice::parse_pipeline_state(sluice::format_pipeline_state(*state), "fuzz.state");
+    if (!again.ok() || !(*again == *state)) __builtin_trap();
+  }
   sluice::MemFile f(data, size);
   if (f.ok()) sluice::read_list_file(f.path()).status().ignore();
   return 0;

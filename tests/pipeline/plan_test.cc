@@ -103,3 +103,26 @@ TEST(PlanTest, ParseNames) {
 
 }  // namespace
 }  // namespace sluice
+
+namespace sluice {
+namespace {
+
+// The state file: what --state-out writes, --state-in reads back; anything
+// else is a clear error naming the file.
+TEST(PipelineStateFileTest, RoundTripsAndRefusesOtherJson) {
+  const PipelineState s{7, (uint64_t{1} << 63) + 5};
+  EXPECT_EQ(format_pipeline_state(s), "{\"epoch\":7,\"batches\":9223372036854775813}\n");
+  auto back = parse_pipeline_state(format_pipeline_state(s), "x.state");
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(*back, s);
+  for (const char* bad : {"", "[1, 2]", "{\"epoch\": 1}", "{\"epoch\": -1, \"batches\": 0}",
+                          "{\"epoch\": \"1\", \"batches\": 0}", "{\"epoch\": 1.5, \"batches\": 0}",
+                          "{\"epoch\": 1, \"batches\": 2"}) {
+    auto r = parse_pipeline_state(bad, "run/x.state");
+    EXPECT_EQ(r.status().code(), StatusCode::kDataLoss) << bad;
+    EXPECT_NE(r.status().message().find("run/x.state"), std::string_view::npos) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace sluice
