@@ -157,7 +157,13 @@ Result<SourceList> read_list_file(const std::string& list_path,
     names.erase(std::unique(names.begin(), names.end()), names.end());
     out.classes = names;
   }
-  for (size_t i = 0; i < out.classes.size(); ++i) ids[out.classes[i]] = static_cast<int64_t>(i);
+  // Integer labels numbering their own classes are their ids: no map of up
+  // to a million names to build (text_formats_fuzz timed out on a one-line
+  // list whose label was 999999).
+  const bool labels_are_ids = classes.empty() && all_ints;
+  if (!labels_are_ids) {
+    for (size_t i = 0; i < out.classes.size(); ++i) ids[out.classes[i]] = static_cast<int64_t>(i);
+  }
   for (const Row& r : rows) {
     int64_t id;
     if (auto it = ids.find(r.label); it != ids.end()) {
