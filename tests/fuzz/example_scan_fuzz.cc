@@ -2,11 +2,11 @@
 // path, against decode_example (protobuf) as the oracle: whenever protobuf
 // accepts the bytes as an Example, the scan must accept them too and agree
 // on every key's kind, value count and first value.
+#include <google/protobuf/stubs/logging.h>
+
 #include <cstring>
 #include <string>
 #include <vector>
-
-#include <google/protobuf/stubs/logging.h>
 
 #include "sluice/example.h"
 
