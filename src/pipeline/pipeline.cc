@@ -154,10 +154,6 @@ struct Pipeline::Impl {
   // How many workers may claim work (all, unless workers = auto).
   std::optional<detail::Autotuner> tuner SLUICE_GUARDED_BY(mu);
 
-  // Declared last: destroyed (stopped and joined) first, while everything
-  // the workers touch is still alive.
-  std::vector<std::jthread> threads;
-
   uint64_t samples_in_plan() const SLUICE_REQUIRES(mu) { return plan ? plan->size() : 0; }
   size_t batch_len(uint64_t b) const SLUICE_REQUIRES(mu) {
     uint64_t n = samples_in_plan();
@@ -643,6 +639,10 @@ struct Pipeline::Impl {
     if (marks) marks[3] = now_ns();
     return Status();
   }
+
+  // Declared last: destroyed (stopped and joined) first, while everything
+  // the workers and the stager touch (all the members above) is still alive.
+  std::vector<std::jthread> threads;
 };
 
 // ---- Batch -----------------------------------------------------------------
