@@ -380,6 +380,11 @@ bool run_transcode(TranscodeJob* job) {
   job->dest.pub.term_destination = term_destination;
   job->out.dest = &job->dest.pub;
   jpeg_copy_critical_parameters(&job->in, &job->out);
+  // libjpeg marks every CMYK/YCCK output with an Adobe APP14 marker, and a
+  // reader takes a marked CMYK file as inverted: a source without the
+  // marker (plain ink values) would come out with its colours inverted
+  // (found by crop_decode_fuzz). Keep the source's choice.
+  if (job->in.num_components == 4) job->out.write_Adobe_marker = job->in.saw_Adobe_marker;
   job->out.optimize_coding = TRUE;
   jpeg_write_coefficients(&job->out, coefficients);
   jpeg_finish_compress(&job->out);

@@ -383,6 +383,33 @@ TEST(TranscodeJpegBaseline, SamePixelsNoLongerProgressive) {
   }
 }
 
+// A CMYK JPEG without Adobe's APP14 marker holds plain ink values; libjpeg
+// marks every CMYK file it writes, and a marked one reads as inverted, so
+// the rewrite must not add the marker (found by crop_decode_fuzz).
+TEST(TranscodeJpegBaseline, CmykWithoutAdobeMarkerKeepsItsColours) {
+  std::string bytes = *detail::read_file(test_data("images/jpeg/pillow-pil_sample_cmyk.jpg"));
+  // Walk the marker segments up to the scan and drop APP14.
+  bool dropped = false;
+  for (size_t at = 2; at + 4 <= bytes.size() && static_cast<uint8_t>(bytes[at + 1]) != 0xda;) {
+    ASSERT_EQ(static_cast<uint8_t>(bytes[at]), 0xff) << at;
+    const size_t length =
+        (static_cast<uint8_t>(bytes[at + 2]) << 8) | static_cast<uint8_t>(bytes[at + 3]);
+    if (static_cast<uint8_t>(bytes[at + 1]) == 0xee) {
+      bytes.erase(at, 2 + length);
+      dropped = true;
+    } else {
+      at += 2 + length;
+    }
+  }
+  ASSERT_TRUE(dropped);
+  auto out = transcode_jpeg_baseline(bytes);
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  auto a = decode_image(bytes);
+  auto b = decode_image(*out);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->pixels, b->pixels);
+}
+
 TEST(TranscodeJpegBaseline, DamagedInputIsDataLoss) {
   std::string cut =
       *detail::read_file(test_data("images/jpeg/wuffs-peacock.progressive.truncated.jpeg"));
