@@ -54,7 +54,7 @@ table="$logs/summary.txt"
   for name in "${targets[@]}"; do
     log="$logs/$name.log"
     execs="$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | awk '{print $2}' | tail -1)"
-    rate="$(grep -o 'stat::average_exec_per_sec: [0-9]*' "$log" | awk '{print $2}' | tail -1)"
+    rate="$(grep -oE 'stat::average_exec_per_sec: +[0-9]+' "$log" | awk '{print $2}' | tail -1)"
     last="$(grep -E '(DONE|pulse|NEW|REDUCE) +cov:' "$log" | tail -1)"
     cov="$(sed -n 's/.*cov: \([0-9]*\).*/\1/p' <<<"$last")"
     ft="$(sed -n 's/.*ft: \([0-9]*\).*/\1/p' <<<"$last")"
