@@ -215,6 +215,10 @@ bool plan_pairs(const KernelJob& j) {
   return simple;
 }
 
+// Beyond this many vectors a block's pairs are gathered instead of looked up
+// in every vector.
+constexpr int kMaxLookupVectors = 4;
+
 // One tap pair of a block from one plane: vectors of E and O from `base`.
 HWY_INLINE V32 lookup_pair(const int16_t* base, int vectors, V32 idx, hn::Mask<D32> is_odd) {
   const D32 d;
@@ -224,6 +228,16 @@ HWY_INLINE V32 lookup_pair(const int16_t* base, int vectors, V32 idx, hn::Mask<D
     const V32 e = hn::LoadU(d, reinterpret_cast<const int32_t*>(base));
     const V32 o = hn::LoadU(d, reinterpret_cast<const int32_t*>(base + 1));
     return hn::IfThenElse(is_odd, hn::TableLookupLanes(o, lanes), hn::TableLookupLanes(e, lanes));
+  }
+  if (vectors > kMaxLookupVectors) {
+    // A block spanning many vectors (a shrink by a large factor: a 35,555
+    // pixel wide row to 64 took 100 ms, quadratic in the factor; found by
+    // crop_decode_fuzz as a timeout): gather each lane's pair straight from
+    // its byte offset, 4 bytes per pair plus 2 for an odd start. The same
+    // 32 bits as the lookup below, so the same bytes out.
+    const V32 offsets =
+        hn::Add(hn::ShiftLeft<2>(idx), hn::IfThenElseZero(is_odd, hn::Set(d, int32_t{2})));
+    return hn::GatherOffset(d, reinterpret_cast<const int32_t*>(base), offsets);
   }
   const auto lanes = hn::IndicesFromVec(d, hn::And(idx, hn::Set(d, static_cast<int32_t>(n - 1))));
   V32 pair = hn::Zero(d);
