@@ -59,7 +59,7 @@ table="$logs/summary.txt"
     cov="$(sed -n 's/.*cov: \([0-9]*\).*/\1/p' <<<"$last")"
     ft="$(sed -n 's/.*ft: \([0-9]*\).*/\1/p' <<<"$last")"
     corp="$(sed -n 's/.*corp: \([0-9]*\).*/\1/p' <<<"$last")"
-    found="$(find build/fuzz/fuzz/artifacts -name "$name-*" | wc -l)"
+    found="$(find build/fuzz/fuzz/artifacts -name "$name-*" ! -name "$name-slow-unit-*" | wc -l)"
     printf '%-22s %12s %8s %8s %8s %8s %s\n' "$name" "${execs:-?}" "${rate:-?}" "${cov:-?}" \
       "${ft:-?}" "${corp:-?}" "$found"
   done
