@@ -157,9 +157,16 @@ Result<CpuTimes> parse_cpu_times(std::string_view proc_stat) {
       }
     }
     enum { kUser, kNice, kSystem, kIdle, kIowait, kIrq, kSoftirq, kSteal };
+    // Real counters are jiffies since boot, far below 2^64; a sum that
+    // wraps is a corrupt file, and a wrapped sum would make busy > total.
     CpuTimes t;
-    t.busy = v[kUser] + v[kNice] + v[kSystem] + v[kIrq] + v[kSoftirq] + v[kSteal];
-    t.total = t.busy + v[kIdle] + v[kIowait];
+    bool wrapped = false;
+    for (int k : {kUser, kNice, kSystem, kIrq, kSoftirq, kSteal}) {
+      wrapped |= __builtin_add_overflow(t.busy, v[k], &t.busy);
+    }
+    wrapped |= __builtin_add_overflow(t.busy, v[kIdle], &t.total);
+    wrapped |= __builtin_add_overflow(t.total, v[kIowait], &t.total);
+    if (wrapped) return data_loss_error("/proc/stat: 'cpu' line's times add up past 2^64");
     return t;
   }
   return data_loss_error("/proc/stat: no 'cpu ' line");

@@ -106,6 +106,16 @@ TEST(ParseCpuTimes, MalformedInputIsAnError) {
   EXPECT_EQ(parse_cpu_times("cpu 1 2 x 4\n").status().code(), StatusCode::kDataLoss);
 }
 
+// Found by proc_fuzz: fields that each parse but whose sum wraps made
+// busy larger than total (a CPU share above 100 %).
+TEST(ParseCpuTimes, SumsPastTwoToTheSixtyFourAreAnError) {
+  Result<CpuTimes> t = parse_cpu_times("cpu 1 0 0 18446744073709551615 0\n");
+  EXPECT_EQ(t.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(t.status().message().find("2^64"), std::string::npos) << t.status().to_string();
+  t = parse_cpu_times("cpu 18446744073709551615 1 0 0\n");
+  EXPECT_EQ(t.status().code(), StatusCode::kDataLoss);
+}
+
 TEST(SampleCpuTimes, RealProcIsPlausible) {
   Result<CpuTimes> t = sample_cpu_times();
   ASSERT_TRUE(t.ok()) << t.status().to_string();
