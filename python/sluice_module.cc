@@ -307,10 +307,6 @@ class PyPipeline {
     PipelineStats s = pipe_->stats();
     double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     py::dict d, stages;
-    VerdictInput in;
-    in.wall_seconds = wall;
-    in.consumer_wait_seconds = s.consumer_wait_seconds;
-    in.workers = s.workers;
     for (const StageSnapshot& st : s.stages) {
       py::dict x;
       x["items"] = st.items;
@@ -318,9 +314,8 @@ class PyPipeline {
       x["busy_seconds"] = st.busy_ns / 1e9;
       x["wait_seconds"] = st.wait_ns / 1e9;
       stages[py::str(st.name)] = x;
-      if (st.name != "batch" && st.name != "idle") in.stages.push_back(st);
     }
-    Verdict v = bottleneck_verdict(in);
+    Verdict v = bottleneck_verdict(verdict_input(s, wall));
     d["stages"] = stages;
     d["samples"] = s.samples;
     d["batches"] = s.batches;

@@ -266,6 +266,13 @@ struct PipelineStats {
   double kernel_seconds = 0;  // device time of the fused kernel
 };
 
+// The verdict's inputs for a run of `wall_seconds` that ended with `stats`:
+// its worker stages (is_worker_stage) and the consumer's wait.
+VerdictInput verdict_input(const PipelineStats& stats, double wall_seconds);
+// A stage's busy share of the workers: busy / (wall * workers); 0 before
+// any time has passed.
+double busy_share(const StageSnapshot& stage, double wall_seconds, int workers);
+
 class Pipeline {
  public:
   static Result<std::unique_ptr<Pipeline>> create(const PipelineOptions& options);

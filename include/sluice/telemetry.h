@@ -112,6 +112,11 @@ struct CpuTimes {
 Result<CpuTimes> sample_cpu_times();
 Result<CpuTimes> parse_cpu_times(std::string_view proc_stat);
 
+// The pipeline's stages that its workers run (read, decode, augment...):
+// all but "batch" (the consumer's) and "idle" (the workers' wait for a
+// free slot). The verdict weighs these.
+bool is_worker_stage(std::string_view name);
+
 // Inputs of the verdict, all over the same wall-clock interval.
 struct VerdictInput {
   double wall_seconds = 0;

@@ -18,7 +18,7 @@
 #include "base/file_util.h"
 #include "cli/bench_report.h"
 #include "cli/common.h"
-#include "ops/gpu_status_json.h"
+#include "pipeline/run_status.h"
 #include "sluice/doctor.h"
 #include "sluice/gpu_monitor.h"
 #include "sluice/pipeline.h"
@@ -113,53 +113,27 @@ Result<PipelineState> read_state(const std::string& path) {
   return parse_pipeline_state(text, path);
 }
 
-// The live status `sluice top` shows, replaced twice a second (written
-// beside and renamed, so a reader never sees half a file).
-void write_status(const std::string& path, const json& status) {
-  if (path.empty()) return;
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    f << status.dump() << "\n";
-  }
-  std::rename(tmp.c_str(), path.c_str());
-}
-
 // The GPUs the status file reports (NVML), opened once when --status is given.
 const GpuMonitor* g_status_gpus = nullptr;
 
-json status_json(const PipelineStats& s, double wall, double recent_rate, uint64_t images,
-                 uint64_t batches, double cores, bool done) {
-  json stages = json::object();
-  VerdictInput in;
-  in.wall_seconds = wall;
-  in.consumer_wait_seconds = s.consumer_wait_seconds;
-  in.workers = s.workers;
-  for (const StageSnapshot& st : s.stages) {
-    if (st.name == "batch" || st.name == "idle") continue;
-    stages[st.name] = wall > 0 ? st.busy_ns / 1e9 / (wall * s.workers) : 0;
-    in.stages.push_back(st);
+// The live status `sluice top` shows (pipeline/run_status.h).
+void update_status(RunStatusWriter& w, const Pipeline& pipe, double wall, uint64_t images,
+                   uint64_t batches, double cpu_seconds, bool done) {
+  if (!w.due(done)) return;
+  RunStatus run;
+  run.seconds = wall;
+  run.images = images;
+  run.batches = batches;
+  run.cpu_cores_busy = wall > 0 ? cpu_seconds / wall : 0;
+  run.done = done;
+  if (g_status_gpus != nullptr) {
+    run.gpu_names = g_status_gpus->names();
+    run.gpu_samples = g_status_gpus->sample();
   }
-  auto proc = sample_process();
-  return {
-      {"time",
-       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()},
-      {"seconds", wall},
-      {"images_per_second", recent_rate},
-      {"images", images},
-      {"batches", batches},
-      {"consumer_wait_share", wall > 0 ? s.consumer_wait_seconds / wall : 0},
-      {"stages", stages},
-      {"workers", s.workers},
-      {"active_workers", s.active_workers},
-      {"prefetch", s.prefetch},
-      {"ready_batches", s.ready_batches},
-      {"bad_samples", s.bad_samples},
-      {"cpu_cores_busy", cores},
-      {"rss_bytes", proc.ok() ? proc->rss_bytes : 0},
-      {"verdict", bottleneck_verdict(in).text},
-      {"gpus", detail::gpus_status_json<json>(g_status_gpus)},
-      {"done", done}};
+  if (Status s = w.write(run, pipe.stats()); !s.ok()) {
+    std::fprintf(stderr, "sluice bench: warning: %s; no more status updates\n",
+                 std::string(s.message()).c_str());
+  }
 }
 
 // One sample of the run's figures, to both logs: the JSON line first, so a
@@ -189,8 +163,8 @@ Result<RunResult> run_pipeline(const PipelineOptions& po, int epochs, int64_t ma
   auto t0 = Clock::now();
   if (recorder) recorder->start(pipe->stats());
   auto last_log = t0;
-  auto last_status = t0;
-  uint64_t images_at_log = 0, images_at_status = 0;
+  RunStatusWriter status(status_path, "bench");
+  uint64_t images_at_log = 0;
   uint32_t all_lo = 0, all_hi = 0x9e3779b9u;
   std::vector<uint8_t> host;
   // On a GPU: its busy share while the pipeline runs (NVML, where present).
@@ -234,17 +208,11 @@ Result<RunResult> run_pipeline(const PipelineOptions& po, int epochs, int64_t ma
         all_hi = crc32c_extend(all_hi, dv);
         r.digest_any = true;
       }
-      if (!status_path.empty() && Clock::now() - last_status > std::chrono::milliseconds(500)) {
-        double secs = std::chrono::duration<double>(Clock::now() - last_status).count();
+      if (status.due(false)) {
         double wall = std::chrono::duration<double>(Clock::now() - t0).count();
         auto cpu = sample_process();
-        double cores =
-            cpu.ok() && cpu0.ok() && wall > 0 ? (cpu->cpu_seconds - cpu0->cpu_seconds) / wall : 0;
-        write_status(status_path,
-                     status_json(pipe->stats(), wall, (r.images - images_at_status) / secs,
-                                 r.images, r.batches, cores, false));
-        images_at_status = r.images;
-        last_status = Clock::now();
+        update_status(status, *pipe, wall, r.images, r.batches,
+                      cpu.ok() && cpu0.ok() ? cpu->cpu_seconds - cpu0->cpu_seconds : 0, false);
       }
       if (tb && Clock::now() - last_log > std::chrono::seconds(1)) {
         double secs = std::chrono::duration<double>(Clock::now() - last_log).count();
@@ -277,33 +245,19 @@ Result<RunResult> run_pipeline(const PipelineOptions& po, int epochs, int64_t ma
   r.stats = pipe->stats();
   if (recorder) recorder->finish(r.stats, r.images);
   r.events = pipe->events();
-  if (!status_path.empty()) {
-    write_status(status_path,
-                 status_json(r.stats, r.seconds, r.seconds > 0 ? r.images / r.seconds : 0, r.images,
-                             r.batches, r.seconds > 0 ? r.cpu_seconds / r.seconds : 0, true));
-  }
+  update_status(status, *pipe, r.seconds, r.images, r.batches, r.cpu_seconds, true);
   if (po.trace) r.spans = pipe->trace();
   r.state = pipe->state();
   r.digest_all = (uint64_t{all_hi} << 32) | all_lo;
   return r;
 }
 
-double stage_busy_share(const RunResult& r, const std::string& name) {
-  for (const StageSnapshot& s : r.stats.stages) {
-    if (s.name == name && r.seconds > 0) return s.busy_ns / 1e9 / (r.seconds * r.stats.workers);
-  }
-  return 0;
+double stage_busy_share(const RunResult& r, const StageSnapshot& s) {
+  return busy_share(s, r.seconds, r.stats.workers);
 }
 
 Verdict verdict_of(const RunResult& r) {
-  VerdictInput in;
-  in.wall_seconds = r.seconds;
-  in.consumer_wait_seconds = r.stats.consumer_wait_seconds;
-  in.workers = r.stats.workers;
-  for (const StageSnapshot& s : r.stats.stages) {
-    if (s.name != "batch" && s.name != "idle") in.stages.push_back(s);
-  }
-  return bottleneck_verdict(in);
+  return bottleneck_verdict(verdict_input(r.stats, r.seconds));
 }
 
 Status parse_options(BenchCli& c) {
@@ -341,8 +295,8 @@ void print_summary(const BenchCli& c, const RunResult& r, const Verdict& v, uint
   double idle = 0;
   for (const StageSnapshot& s : st.stages) {
     if (s.name == "idle") idle = s.wait_ns / 1e9;
-    if (s.name == "batch" || s.name == "idle") continue;
-    std::printf("  %s %.0f %%", s.name.c_str(), 100 * stage_busy_share(r, s.name));
+    if (!is_worker_stage(s.name)) continue;
+    std::printf("  %s %.0f %%", s.name.c_str(), 100 * stage_busy_share(r, s));
   }
   std::printf(
       "\nwaiting: the consumer waited %.0f %% of the time for batches; workers waited %.0f %% of "
@@ -397,7 +351,7 @@ json stages_json(const RunResult& r) {
                       {"bytes", s.bytes},
                       {"busy_seconds", s.busy_ns / 1e9},
                       {"wait_seconds", s.wait_ns / 1e9},
-                      {"busy_share", s.name == "batch" ? 0.0 : stage_busy_share(r, s.name)}};
+                      {"busy_share", s.name == "batch" ? 0.0 : stage_busy_share(r, s)}};
   }
   return stages;
 }

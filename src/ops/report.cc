@@ -11,6 +11,7 @@
 
 #include "ops/report_sections.h"
 #include "ops/report_svg.h"
+#include "sluice/telemetry.h"
 
 namespace sluice {
 namespace {
@@ -31,12 +32,6 @@ std::string stage_color(const std::string& name, size_t i) {
 constexpr const char* kSlotWaitColor = "#bab0ac";
 constexpr const char* kUnaccountedColor = "#e4e4e4";
 constexpr const char* kConsumerWaitColor = "#e15759";
-
-// The worker stages: those the verdict weighs ("batch" is the consumer's,
-// "idle" is the workers' wait for a free slot).
-bool is_worker_stage(const std::string& name) {
-  return name != "batch" && name != "idle";
-}
 
 double num(const json& j, const char* key, double fallback = 0) {
   auto it = j.find(key);

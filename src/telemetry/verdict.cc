@@ -49,6 +49,10 @@ std::string describe(const Busiest& b, int workers) {
 
 }  // namespace
 
+bool is_worker_stage(std::string_view name) {
+  return name != "batch" && name != "idle";
+}
+
 Verdict bottleneck_verdict(const VerdictInput& input) {
   Verdict v;
   // !(x > 0) also catches NaN: with no time measured there is nothing to
