@@ -7,20 +7,18 @@
 #include <torch/optim.h>
 
 #include <chrono>
-#include <cmath>
 #include <filesystem>
-#include <nlohmann/json.hpp>
-#include <numbers>
 #include <optional>
 
 #include "base/file_util.h"
-#include "ops/gpu_status_json.h"
+#include "pipeline/run_status.h"
 #include "sluice/gpu_monitor.h"
 #include "sluice/telemetry.h"
 #include "sluice/train.h"
 #include "train/checkpoint.h"
 #include "train/distributed.h"
 #include "train/models.h"
+#include "train/optim.h"
 #include "train/scaler.h"
 #include "train/support.h"
 
@@ -45,7 +43,6 @@ std::string_view amp_name(Amp amp) {
 
 namespace {
 
-using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 using training::Communicator;
 using training::GradientBuckets;
@@ -54,75 +51,17 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-// The learning rate at `t` epochs into training (fractional).
-double scheduled_lr(const TrainOptions& o, double t) {
-  double w = o.warmup_epochs;
-  if (w > 0 && t < w) return o.lr * (0.1 + 0.9 * t / w);
-  if (o.schedule == "cosine") {
-    double span = std::max(1e-9, o.epochs - w);
-    return o.lr * 0.5 * (1 + std::cos(std::numbers::pi * std::min(1.0, (t - w) / span)));
-  }
-  if (o.schedule == "step") return o.lr * std::pow(o.step_gamma, std::floor(t / o.step_size));
-  return o.lr;
-}
-
-// Two parameter groups: weights decay; biases and BatchNorm's scales and
-// shifts (1-D tensors) do not, unless --decay-all (the common recipe: decay
-// on those only hurts, and torchvision's references leave it off them).
-Result<std::unique_ptr<torch::optim::Optimizer>> make_optimizer(
-    const TrainOptions& o, const std::vector<torch::Tensor>& params) {
-  std::vector<torch::Tensor> decay, no_decay;
-  for (const torch::Tensor& p : params)
-    (p.dim() <= 1 && !o.decay_all ? no_decay : decay).push_back(p);
-  auto groups = [&](auto make_options) {
-    std::vector<torch::optim::OptimizerParamGroup> g;
-    if (!decay.empty()) g.emplace_back(decay, make_options(o.weight_decay));
-    if (!no_decay.empty()) g.emplace_back(no_decay, make_options(0.0));
-    return g;
-  };
-  if (o.optimizer == "sgd") {
-    auto opts = [&](double wd) {
-      return torch::optim::SGDOptions(o.lr)
-          .momentum(o.momentum)
-          .weight_decay(wd)
-          .nesterov(o.nesterov);
-    };
-    return std::unique_ptr<torch::optim::Optimizer>(std::make_unique<torch::optim::SGD>(
-        groups([&](double wd) { return std::make_unique<torch::optim::SGDOptions>(opts(wd)); }),
-        opts(o.weight_decay)));
-  }
-  if (o.optimizer == "adam") {
-    auto opts = [&](double wd) { return torch::optim::AdamOptions(o.lr).weight_decay(wd); };
-    return std::unique_ptr<torch::optim::Optimizer>(std::make_unique<torch::optim::Adam>(
-        groups([&](double wd) { return std::make_unique<torch::optim::AdamOptions>(opts(wd)); }),
-        opts(o.weight_decay)));
-  }
-  if (o.optimizer == "adamw") {
-    auto opts = [&](double wd) { return torch::optim::AdamWOptions(o.lr).weight_decay(wd); };
-    return std::unique_ptr<torch::optim::Optimizer>(std::make_unique<torch::optim::AdamW>(
-        groups([&](double wd) { return std::make_unique<torch::optim::AdamWOptions>(opts(wd)); }),
-        opts(o.weight_decay)));
-  }
-  return invalid_argument_error("--optimizer: unknown value '" + o.optimizer +
-                                "' (expected sgd, adam or adamw)");
-}
-
 Status check_options(const TrainOptions& o) {
   const auto& models = training::model_names();
   if (std::find(models.begin(), models.end(), o.model) == models.end()) {
     return invalid_argument_error("--model: unknown model '" + o.model +
                                   "' (expected seed-cnn, resnet18 or resnet50)");
   }
-  if (o.optimizer != "sgd" && o.optimizer != "adam" && o.optimizer != "adamw") {
-    return invalid_argument_error("--optimizer: unknown value '" + o.optimizer +
-                                  "' (expected sgd, adam or adamw)");
-  }
+  SLUICE_ASSIGN_OR_RETURN(training::OptimizerKind optimizer,
+                          training::parse_optimizer(o.optimizer));
+  SLUICE_RETURN_IF_ERROR(training::parse_schedule(o.schedule).status());
   if (o.epochs < 1) return invalid_argument_error("--epochs must be at least 1");
   if (!(o.lr > 0)) return invalid_argument_error("--lr must be positive");
-  if (o.schedule != "cosine" && o.schedule != "step" && o.schedule != "constant") {
-    return invalid_argument_error("--schedule: unknown value '" + o.schedule +
-                                  "' (expected cosine, step or constant)");
-  }
   if (o.warmup_epochs < 0 || o.warmup_epochs > o.epochs) {
     return invalid_argument_error("--warmup must be between 0 and --epochs");
   }
@@ -134,7 +73,7 @@ Status check_options(const TrainOptions& o) {
     return invalid_argument_error("--label-smoothing must be in [0, 1)");
   }
   if (o.clip_grad_norm < 0) return invalid_argument_error("--clip-grad-norm must be >= 0");
-  if (o.nesterov && (o.optimizer != "sgd" || !(o.momentum > 0))) {
+  if (o.nesterov && (optimizer != training::OptimizerKind::kSgd || !(o.momentum > 0))) {
     return invalid_argument_error("--nesterov needs --optimizer sgd and a positive --momentum");
   }
   if (o.resume && !o.init_from.empty()) {
@@ -152,12 +91,24 @@ enum Extra : int64_t { kLossSum, kCorrect, kSeen, kStop, kExtraCount };
 struct Running {
   double loss_sum = 0, correct = 0, seen = 0;
   double wait = 0, busy = 0;  // rank 0's seconds waiting for data / in steps
-  void add(const torch::Tensor& r) {
-    auto a = r.accessor<float, 1>();
+  void add(const torch::Tensor& reduced, double waited, double step_seconds) {
+    auto a = reduced.accessor<float, 1>();
     loss_sum += a[kLossSum];
     correct += a[kCorrect];
     seen += a[kSeen];
+    wait += waited;
+    busy += step_seconds;
   }
+  double loss() const { return loss_sum / std::max(1.0, seen); }
+  double accuracy() const { return correct / std::max(1.0, seen); }
+  double wait_share() const { return wait / std::max(1e-9, busy); }
+};
+
+// One step's data: a pipeline batch (held until the step is done with its
+// memory) or the synthetic batch.
+struct StepInput {
+  std::optional<Batch> held;
+  torch::Tensor x, y;
 };
 
 class Trainer {
@@ -168,8 +119,22 @@ class Trainer {
 
  private:
   Status setup();
+  Status open_data();
+  Status build_model();
+  Status open_outputs();
+  void print_start() const;
+  Status agree_on_start();
   Status resume();
   Result<bool> train_epoch(int epoch);  // false: stopped
+  Result<uint64_t> begin_epoch(int epoch);
+  Result<std::optional<StepInput>> next_input(uint64_t done);
+  torch::Tensor train_step(StepInput& in, double lr);
+  bool account(const torch::Tensor& reduced, double waited, double step_seconds, double lr,
+               int epoch);
+  void log_interval(int epoch, uint64_t done, double lr, bool line);
+  Status stop_inside_epoch(int epoch, uint64_t done);
+  Status finish_epoch(int epoch, double seconds, double seen_at_start);
+  void log_epoch(const EpochSummary& e);
   Status validate(EpochSummary* e);
   Status run_validation(EpochSummary* e);
   void write_status(bool done);
@@ -223,6 +188,7 @@ class Trainer {
   std::shared_ptr<training::ClassifierImpl> model_;
   std::vector<torch::Tensor> params_;
   std::unique_ptr<torch::optim::Optimizer> opt_;
+  training::LrSchedule schedule_;
   training::LossScaler scaler_;
   std::unique_ptr<GradientBuckets> buckets_;
   std::unique_ptr<TensorBoardWriter> tb_;
@@ -234,6 +200,10 @@ class Trainer {
   bool resume_mid_epoch_ = false;
   Running resume_running_;
   Running running_;  // this epoch so far
+  // The interval between step lines and step scalars.
+  Running interval_;
+  Clock::time_point interval_start_;
+  Result<ProcessSample> interval_cpu_ = ProcessSample{};
   torch::Tensor synthetic_x_, synthetic_y_;
   double gpu_sum_ = 0;  // GPU utilisation samples this epoch (NVML)
   int gpu_samples_ = 0;
@@ -246,10 +216,10 @@ class Trainer {
   // Wall and CPU seconds in validation and checkpoints: not the run's figures.
   double run_aside_ = 0, run_cpu_aside_ = 0;
   double run_gpu_sum_ = 0, run_gpu_samples_ = 0;
-  Clock::time_point run_start_ = Clock::now(), last_status_{};
+  Clock::time_point run_start_ = Clock::now();
   Result<ProcessSample> cpu_at_start_ = sample_process();
-  double status_images_ = 0;  // images seen at the last status write
-  double total_images_ = 0;   // all ranks, this run
+  RunStatusWriter status_{o_.status_file, "train"};
+  double total_images_ = 0;  // all ranks, this run
   int epoch_now_ = 0;
   double last_loss_ = 0, last_accuracy_ = 0, last_lr_ = 0;
   TrainSummary summary_;
@@ -262,7 +232,16 @@ Status Trainer::setup() {
   SLUICE_ASSIGN_OR_RETURN(autocast_, training::autocast_mode(o_.amp, device_));
   if (o_.threads > 0) torch::set_num_threads(o_.threads);
   SLUICE_ASSIGN_OR_RETURN(comm_, Communicator::create(env, device_.is_cuda()));
+  SLUICE_RETURN_IF_ERROR(open_data());
+  SLUICE_RETURN_IF_ERROR(build_model());
+  SLUICE_RETURN_IF_ERROR(open_outputs());
+  print_start();
+  if (o_.resume) SLUICE_RETURN_IF_ERROR(resume());
+  return agree_on_start();
+}
 
+// This rank's share of the training data (and the held-out data).
+Status Trainer::open_data() {
   PipelineOptions p = o_.pipeline;
   p.rank = comm_->rank();
   p.world_size = comm_->world_size();
@@ -275,28 +254,46 @@ Status Trainer::setup() {
         "batch (--pad)",
         pipe_->records(), p.world_size, p.batch_size));
   }
-  int classes = static_cast<int>(pipe_->classes().size());
-  if (classes == 0) {
+  if (pipe_->classes().empty()) {
     return invalid_argument_error(
         "the training data names no classes (dataset.json or an ImageFolder tree gives them)");
   }
-
   SLUICE_ASSIGN_OR_RETURN(val_, training::open_val_pipeline(o_, p));
+  return Status();
+}
 
+// The model, its optimiser, schedule and loss scaler; the weights of
+// --init-from; the synthetic batch of --synthetic-data.
+Status Trainer::build_model() {
+  const PipelineOptions& p = pipe_->options();
+  const int classes = static_cast<int>(pipe_->classes().size());
   torch::manual_seed(o_.pipeline.seed);
   SLUICE_ASSIGN_OR_RETURN(model_, training::make_model(o_.model, classes, p.sample.width));
   model_->to(device_);
   params_ = model_->parameters();
-  SLUICE_ASSIGN_OR_RETURN(opt_, make_optimizer(o_, params_));
+  SLUICE_ASSIGN_OR_RETURN(training::OptimizerKind kind, training::parse_optimizer(o_.optimizer));
+  opt_ = training::make_optimizer(kind, o_, params_);
+  SLUICE_ASSIGN_OR_RETURN(schedule_, training::LrSchedule::create(o_));
   // The loss is a sum over the batch, so the gradients are batch-size times
   // a mean loss's: start the scale that much lower than GradScaler's 2^16.
-  {
-    training::LossScalerOptions so;
-    so.init_scale = std::max(1.0, 65536.0 / std::max(1, p.batch_size));
-    scaler_ = training::LossScaler(o_.amp == Amp::kFloat16, so);
-  }
+  training::LossScalerOptions so;
+  so.init_scale = std::max(1.0, 65536.0 / std::max(1, p.batch_size));
+  scaler_ = training::LossScaler(o_.amp == Amp::kFloat16, so);
   if (!o_.init_from.empty()) SLUICE_RETURN_IF_ERROR(init_from(classes, p.sample.width));
-  if (leader() && !o_.logdir.empty()) {
+  if (o_.synthetic_data) {
+    torch::manual_seed(o_.pipeline.seed + 1);
+    synthetic_x_ = torch::randn({p.batch_size, 3, p.sample.height, p.sample.width},
+                                torch::TensorOptions().device(device_));
+    synthetic_y_ = torch::randint(classes, {p.batch_size},
+                                  torch::TensorOptions().dtype(torch::kLong).device(device_));
+  }
+  return Status();
+}
+
+// Rank 0's logs and checkpoint folder.
+Status Trainer::open_outputs() {
+  if (!leader()) return Status();
+  if (!o_.logdir.empty()) {
     SLUICE_ASSIGN_OR_RETURN(tb_, TensorBoardWriter::create(o_.logdir));
     summary_.event_file = tb_->path();
     // Appended: a resumed run adds a second event file, and its lines here.
@@ -304,7 +301,7 @@ Status Trainer::setup() {
         jsonl_, JsonLinesWriter::create((std::filesystem::path(o_.logdir) / "train.jsonl").string(),
                                         /*append=*/true));
   }
-  if (leader() && !o_.checkpoint_dir.empty()) {
+  if (!o_.checkpoint_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(o_.checkpoint_dir, ec);
     if (ec) return errno_error(o_.checkpoint_dir, "cannot create", ec.value());
@@ -315,27 +312,28 @@ Status Trainer::setup() {
                   n == 1 ? "" : "s");
     }
   }
-  if (leader() && !o_.quiet) {
-    std::printf(
-        "train: %s on %s, %d classes, %dx%d, %llu samples a rank x %d rank%s, batch %d, "
-        "amp %s, %s lr %g (%s)\n",
-        o_.model.c_str(), device_.str().c_str(), classes, p.sample.width, p.sample.height,
-        static_cast<unsigned long long>(pipe_->samples_per_epoch()), comm_->world_size(),
-        comm_->world_size() > 1 ? "s" : "", p.batch_size, std::string(amp_name(o_.amp)).c_str(),
-        o_.optimizer.c_str(), o_.lr, o_.schedule.c_str());
-    std::fflush(stdout);
-  }
-  if (o_.synthetic_data) {
-    torch::manual_seed(o_.pipeline.seed + 1);
-    synthetic_x_ = torch::randn({p.batch_size, 3, p.sample.height, p.sample.width},
-                                torch::TensorOptions().device(device_));
-    synthetic_y_ = torch::randint(classes, {p.batch_size},
-                                  torch::TensorOptions().dtype(torch::kLong).device(device_));
-  }
-  if (o_.resume) SLUICE_RETURN_IF_ERROR(resume());
+  return Status();
+}
+
+void Trainer::print_start() const {
+  if (!leader() || o_.quiet) return;
+  const PipelineOptions& p = pipe_->options();
+  std::printf(
+      "train: %s on %s, %zu classes, %dx%d, %llu samples a rank x %d rank%s, batch %d, "
+      "amp %s, %s lr %g (%s)\n",
+      o_.model.c_str(), device_.str().c_str(), pipe_->classes().size(), p.sample.width,
+      p.sample.height, static_cast<unsigned long long>(pipe_->samples_per_epoch()),
+      comm_->world_size(), comm_->world_size() > 1 ? "s" : "", p.batch_size,
+      std::string(amp_name(o_.amp)).c_str(), o_.optimizer.c_str(), o_.lr, o_.schedule.c_str());
+  std::fflush(stdout);
+}
+
+// Every rank must stand at the same place, with rank 0's weights, before
+// the first collective of a step.
+Status Trainer::agree_on_start() {
   if (comm_->distributed()) {
-    // Every rank must stand at the same place: a checkpoint folder that only
-    // some ranks can read would misalign every collective that follows.
+    // A checkpoint folder that only some ranks can read would misalign
+    // every collective that follows.
     torch::Tensor where =
         torch::tensor({static_cast<double>(step_), static_cast<double>(start_epoch_),
                        static_cast<double>(resume_mid_epoch_ ? resume_state_.batches : 0)},
@@ -350,7 +348,7 @@ Status Trainer::setup() {
           comm_->rank(), step_));
     }
   }
-  // Every rank starts from rank 0's weights (and buffers: BN statistics).
+  // Weights and buffers (BN statistics).
   std::vector<torch::Tensor> state = params_;
   for (auto& b : model_->buffers()) {
     if (b.is_floating_point()) state.push_back(b);
@@ -358,7 +356,6 @@ Status Trainer::setup() {
   comm_->broadcast(state);
   buckets_ = std::make_unique<GradientBuckets>(
       params_, comm_.get(), static_cast<size_t>(std::max(1.0, o_.bucket_mb * (1 << 20))));
-
   return Status();
 }
 
@@ -464,10 +461,52 @@ Status Trainer::resume() {
 }
 
 Result<bool> Trainer::train_epoch(int epoch) {
-  model_->train();
+  SLUICE_ASSIGN_OR_RETURN(uint64_t done, begin_epoch(epoch));
   const uint64_t per_epoch = pipe_->batches_per_epoch();
-  uint64_t done = 0;
+  const auto t_epoch = Clock::now();
+  const double seen_at_start = running_.seen;
+  for (;;) {
+    if (o_.max_steps >= 0 && step_ >= o_.max_steps) {
+      // Already there (a resumed run): stop before another step.
+      SLUICE_RETURN_IF_ERROR(checkpoint(epoch, done));
+      summary_.stopped = true;
+      return false;
+    }
+    const auto t0 = Clock::now();
+    SLUICE_ASSIGN_OR_RETURN(std::optional<StepInput> in, next_input(done));
+    if (!in) break;
+    const double waited = seconds_since(t0);
+    const double lr = schedule_.at(epoch + static_cast<double>(done) / per_epoch);
+    torch::Tensor reduced = train_step(*in, lr);
+    ++done;
+    ++step_;
+    const bool stop = account(reduced, waited, seconds_since(t0), lr, epoch);
+    write_status(/*done=*/false);
+    const bool last_step = o_.max_steps >= 0 && step_ >= o_.max_steps;
+    const bool line = step_ % o_.log_every == 0 || stop || last_step;
+    if (leader() && (line || done == per_epoch)) log_interval(epoch, done, lr, line);
+    if (o_.checkpoint_every > 0 && step_ % o_.checkpoint_every == 0 && done < per_epoch) {
+      SLUICE_RETURN_IF_ERROR(checkpoint(epoch, done));
+    }
+    if (stop || last_step) {
+      if (done < per_epoch) {
+        SLUICE_RETURN_IF_ERROR(stop_inside_epoch(epoch, done));
+        return false;
+      }
+      summary_.stopped = true;  // at the epoch's end: finished below, then stop
+      break;
+    }
+  }
+  SLUICE_RETURN_IF_ERROR(finish_epoch(epoch, seconds_since(t_epoch), seen_at_start));
+  return !summary_.stopped;
+}
+
+// Positions the pipeline (a resumed run: where the checkpoint stopped) and
+// returns the batches of this epoch already done.
+Result<uint64_t> Trainer::begin_epoch(int epoch) {
+  model_->train();
   running_ = Running();
+  uint64_t done = 0;
   if (resume_mid_epoch_) {
     SLUICE_RETURN_IF_ERROR(pipe_->restore(resume_state_));
     done = resume_state_.batches;
@@ -476,203 +515,187 @@ Result<bool> Trainer::train_epoch(int epoch) {
   } else {
     SLUICE_RETURN_IF_ERROR(pipe_->set_epoch(static_cast<uint64_t>(epoch)));
   }
-  const PipelineOptions& p = o_.pipeline;
-  auto t_epoch = Clock::now();
-  double epoch_seen_at_start = running_.seen;
-  // The interval between step lines and scalars.
-  Running interval;
-  auto t_interval = Clock::now();
-  auto cpu_interval = sample_process();
-  for (;;) {
-    if (o_.max_steps >= 0 && step_ >= o_.max_steps) {
-      // Already there (a resumed run): stop before another step.
-      SLUICE_RETURN_IF_ERROR(checkpoint(epoch, done));
-      summary_.stopped = true;
-      return false;
-    }
-    auto t0 = Clock::now();
-    std::optional<Batch> held;
-    torch::Tensor x, y;
-    if (o_.synthetic_data) {
-      // The compute-only ceiling: one batch made once, on the device.
-      if (done >= per_epoch) break;
-      x = synthetic_x_;
-      y = synthetic_y_;
-    } else {
-      auto batch = pipe_->next();
-      if (batch.status().code() == StatusCode::kOutOfRange) break;
-      if (!batch.ok()) return batch.status();
-      held.emplace(std::move(*batch));
-      x = training::batch_images(*held, p.sample, device_);
-      y = training::batch_labels(*held, device_);
-    }
-    double waited = seconds_since(t0);
+  interval_ = Running();
+  interval_start_ = Clock::now();
+  interval_cpu_ = sample_process();
+  return done;
+}
 
-    double lr = scheduled_lr(o_, epoch + static_cast<double>(done) / per_epoch);
-    for (auto& group : opt_->param_groups()) group.options().set_lr(lr);
-
-    opt_->zero_grad();
-    // The loss summed over this rank's samples; GradientBuckets divides the
-    // gradients by the samples of all ranks, so short batches (skipped bad
-    // samples, a padded epoch's last one) weigh what they hold, and an empty
-    // one still takes part in the collectives.
-    const int64_t n = x.size(0);
-    auto on_device = torch::TensorOptions().device(device_);
-    torch::Tensor loss_sum = torch::zeros({}, on_device);
-    torch::Tensor correct = torch::zeros({}, on_device);
-    if (n > 0) {
-      training::AutocastScope autocast(autocast_);
-      torch::Tensor logits = model_->forward(x);
-      loss_sum =
-          torch::nn::functional::cross_entropy(logits, y,
-                                               torch::nn::functional::CrossEntropyFuncOptions()
-                                                   .reduction(torch::kSum)
-                                                   .label_smoothing(o_.label_smoothing));
-      correct = logits.argmax(1).eq(y).sum();
-    }
-    bool stop_here = o_.stop != nullptr && o_.stop->load();
-    torch::Tensor extra =
-        torch::stack({loss_sum.detach().to(torch::kFloat), correct.to(torch::kFloat),
-                      torch::full({}, static_cast<float>(n), on_device),
-                      torch::full({}, stop_here ? 1.0f : 0.0f, on_device)});
-    buckets_->begin(extra);
-    if (n > 0) scaler_.scale_loss(loss_sum).backward();
-    torch::Tensor reduced = buckets_->finish(kSeen).to(torch::kCPU);
-    if (reduced.accessor<float, 1>()[kSeen] > 0 && scaler_.unscale_and_update(params_)) {
-      // Clipped after unscaling, on the averaged gradients: the same on every rank.
-      if (o_.clip_grad_norm > 0) torch::nn::utils::clip_grad_norm_(params_, o_.clip_grad_norm);
-      opt_->step();
-    }
-    at::autocast::clear_cache();
-    if (held) held->release();
-    ++done;
-    ++step_;
-
-    double busy = seconds_since(t0);
-    running_.add(reduced);
-    running_.wait += waited;
-    running_.busy += busy;
-    run_wait_ += waited;
-    run_busy_ += busy;
-    sample_gpu();
-    interval.add(reduced);
-    interval.wait += waited;
-    interval.busy += busy;
-
-    {
-      auto a = reduced.accessor<float, 1>();
-      last_loss_ = a[kLossSum] / std::max(1.0f, a[kSeen]);
-      last_accuracy_ = a[kCorrect] / std::max(1.0f, a[kSeen]);
-      last_lr_ = lr;
-      epoch_now_ = epoch;
-      total_images_ += a[kSeen];
-    }
-    write_status(/*done=*/false);
-    bool stop = reduced.accessor<float, 1>()[kStop] > 0;
-    bool last_step = o_.max_steps >= 0 && step_ >= o_.max_steps;
-    if (leader() && (step_ % o_.log_every == 0 || stop || last_step || done == per_epoch)) {
-      double secs = seconds_since(t_interval);
-      auto cpu = sample_process();
-      double cores = (cpu.ok() && cpu_interval.ok() && secs > 0)
-                         ? (cpu->cpu_seconds - cpu_interval->cpu_seconds) / secs
-                         : 0;
-      double loss_avg = interval.loss_sum / std::max(1.0, interval.seen);
-      double acc = interval.correct / std::max(1.0, interval.seen);
-      double rate = interval.seen / std::max(1e-9, secs);
-      double wait_share = interval.wait / std::max(1e-9, interval.busy);
-      log_scalar("train/loss", loss_avg, step_);
-      log_scalar("train/accuracy", acc, step_);
-      log_scalar("train/lr", lr, step_);
-      log_scalar("train/images_per_second", rate, step_);
-      log_scalar("train/data_wait_share", wait_share, step_);
-      log_scalar("train/process_cpu_cores", cores, step_);
-      if (scaler_.enabled()) log_scalar("train/loss_scale", scaler_.scale(), step_);
-      double gpu = -1;
-      training::log_gpu_scalars(device_, [&](const std::string& tag, double v) {
-        log_scalar(tag, v, step_);
-        if (tag == "gpu/utilisation") gpu = v;
-      });
-      if (gpu >= 0) {
-        gpu_sum_ += gpu;
-        ++gpu_samples_;
-      }
-      bool line_due = step_ % o_.log_every == 0 || stop || last_step;  // not just the epoch's end
-      if (!o_.quiet && line_due) {
-        std::fprintf(
-            stderr,
-            "  epoch %d  step %lld  batch %llu/%llu  loss %.4f  acc %.1f%%  %.0f img/s  "
-            "data wait %.1f%%  lr %.4g%s\n",
-            epoch + 1, static_cast<long long>(step_), static_cast<unsigned long long>(done),
-            static_cast<unsigned long long>(per_epoch), loss_avg, 100 * acc, rate, 100 * wait_share,
-            lr, gpu >= 0 ? fmt::format("  gpu {:.0f}%", 100 * gpu).c_str() : "");
-      }
-      interval = Running();
-      t_interval = Clock::now();
-      cpu_interval = cpu;
-    }
-    if (o_.checkpoint_every > 0 && step_ % o_.checkpoint_every == 0 && done < per_epoch) {
-      SLUICE_RETURN_IF_ERROR(checkpoint(epoch, done));
-    }
-    if (stop || last_step) {
-      if (done < per_epoch) {
-        SLUICE_RETURN_IF_ERROR(checkpoint(epoch, done));
-        summary_.stopped = true;
-        if (leader() && !o_.quiet) {
-          std::printf("train: stopped at epoch %d, batch %llu (step %lld)%s%s\n", epoch + 1,
-                      static_cast<unsigned long long>(done), static_cast<long long>(step_),
-                      summary_.checkpoint.empty() ? "" : "; checkpoint ",
-                      summary_.checkpoint.c_str());
-        }
-        return false;
-      }
-      summary_.stopped = true;  // at the epoch's end: finished below, then stop
-      break;
-    }
+// The next batch; nullopt at the epoch's end.
+Result<std::optional<StepInput>> Trainer::next_input(uint64_t done) {
+  StepInput in;
+  if (o_.synthetic_data) {
+    // The compute-only ceiling: one batch made once, on the device.
+    if (done >= pipe_->batches_per_epoch()) return std::optional<StepInput>();
+    in.x = synthetic_x_;
+    in.y = synthetic_y_;
+    return std::optional<StepInput>(std::move(in));
   }
+  auto batch = pipe_->next();
+  if (batch.status().code() == StatusCode::kOutOfRange) return std::optional<StepInput>();
+  if (!batch.ok()) return batch.status();
+  in.held.emplace(std::move(*batch));
+  in.x = training::batch_images(*in.held, pipe_->options().sample, device_);
+  in.y = training::batch_labels(*in.held, device_);
+  return std::optional<StepInput>(std::move(in));
+}
 
+// Forward, backward, the gradients averaged over ranks, the optimiser's
+// step; returns the step's figures summed over ranks (Extra, on the CPU).
+torch::Tensor Trainer::train_step(StepInput& in, double lr) {
+  for (auto& group : opt_->param_groups()) group.options().set_lr(lr);
+  opt_->zero_grad();
+  // The loss summed over this rank's samples; GradientBuckets divides the
+  // gradients by the samples of all ranks, so short batches (skipped bad
+  // samples, a padded epoch's last one) weigh what they hold, and an empty
+  // one still takes part in the collectives.
+  const int64_t n = in.x.size(0);
+  auto on_device = torch::TensorOptions().device(device_);
+  torch::Tensor loss_sum = torch::zeros({}, on_device);
+  torch::Tensor correct = torch::zeros({}, on_device);
+  if (n > 0) {
+    training::AutocastScope autocast(autocast_);
+    torch::Tensor logits = model_->forward(in.x);
+    loss_sum = torch::nn::functional::cross_entropy(logits, in.y,
+                                                    torch::nn::functional::CrossEntropyFuncOptions()
+                                                        .reduction(torch::kSum)
+                                                        .label_smoothing(o_.label_smoothing));
+    correct = logits.argmax(1).eq(in.y).sum();
+  }
+  const bool stop_here = o_.stop != nullptr && o_.stop->load();
+  torch::Tensor extra =
+      torch::stack({loss_sum.detach().to(torch::kFloat), correct.to(torch::kFloat),
+                    torch::full({}, static_cast<float>(n), on_device),
+                    torch::full({}, stop_here ? 1.0f : 0.0f, on_device)});
+  buckets_->begin(extra);
+  if (n > 0) scaler_.scale_loss(loss_sum).backward();
+  torch::Tensor reduced = buckets_->finish(kSeen).to(torch::kCPU);
+  if (reduced.accessor<float, 1>()[kSeen] > 0 && scaler_.unscale_and_update(params_)) {
+    // Clipped after unscaling, on the averaged gradients: the same on every rank.
+    if (o_.clip_grad_norm > 0) torch::nn::utils::clip_grad_norm_(params_, o_.clip_grad_norm);
+    opt_->step();
+  }
+  at::autocast::clear_cache();
+  if (in.held) in.held->release();
+  return reduced;
+}
+
+// Adds a step to the epoch's, the interval's and the run's figures;
+// returns whether a rank was asked to stop.
+bool Trainer::account(const torch::Tensor& reduced, double waited, double step_seconds, double lr,
+                      int epoch) {
+  running_.add(reduced, waited, step_seconds);
+  interval_.add(reduced, waited, step_seconds);
+  run_wait_ += waited;
+  run_busy_ += step_seconds;
+  sample_gpu();
+  auto a = reduced.accessor<float, 1>();
+  last_loss_ = a[kLossSum] / std::max(1.0f, a[kSeen]);
+  last_accuracy_ = a[kCorrect] / std::max(1.0f, a[kSeen]);
+  last_lr_ = lr;
+  epoch_now_ = epoch;
+  total_images_ += a[kSeen];
+  return a[kStop] > 0;
+}
+
+// The interval's step scalars (rank 0) and, when `line`, its progress line.
+void Trainer::log_interval(int epoch, uint64_t done, double lr, bool line) {
+  const double secs = seconds_since(interval_start_);
+  auto cpu = sample_process();
+  const double cores = (cpu.ok() && interval_cpu_.ok() && secs > 0)
+                           ? (cpu->cpu_seconds - interval_cpu_->cpu_seconds) / secs
+                           : 0;
+  const double rate = interval_.seen / std::max(1e-9, secs);
+  log_scalar("train/loss", interval_.loss(), step_);
+  log_scalar("train/accuracy", interval_.accuracy(), step_);
+  log_scalar("train/lr", lr, step_);
+  log_scalar("train/images_per_second", rate, step_);
+  log_scalar("train/data_wait_share", interval_.wait_share(), step_);
+  log_scalar("train/process_cpu_cores", cores, step_);
+  if (scaler_.enabled()) log_scalar("train/loss_scale", scaler_.scale(), step_);
+  double gpu = -1;
+  training::log_gpu_scalars(device_, [&](const std::string& tag, double v) {
+    log_scalar(tag, v, step_);
+    if (tag == "gpu/utilisation") gpu = v;
+  });
+  if (gpu >= 0) {
+    gpu_sum_ += gpu;
+    ++gpu_samples_;
+  }
+  if (!o_.quiet && line) {
+    std::fprintf(stderr,
+                 "  epoch %d  step %lld  batch %llu/%llu  loss %.4f  acc %.1f%%  %.0f img/s  "
+                 "data wait %.1f%%  lr %.4g%s\n",
+                 epoch + 1, static_cast<long long>(step_), static_cast<unsigned long long>(done),
+                 static_cast<unsigned long long>(pipe_->batches_per_epoch()), interval_.loss(),
+                 100 * interval_.accuracy(), rate, 100 * interval_.wait_share(), lr,
+                 gpu >= 0 ? fmt::format("  gpu {:.0f}%", 100 * gpu).c_str() : "");
+  }
+  interval_ = Running();
+  interval_start_ = Clock::now();
+  interval_cpu_ = cpu;
+}
+
+// --max-steps or a stop request inside an epoch: a checkpoint that resumes
+// at the next batch.
+Status Trainer::stop_inside_epoch(int epoch, uint64_t done) {
+  SLUICE_RETURN_IF_ERROR(checkpoint(epoch, done));
+  summary_.stopped = true;
+  if (leader() && !o_.quiet) {
+    std::printf("train: stopped at epoch %d, batch %llu (step %lld)%s%s\n", epoch + 1,
+                static_cast<unsigned long long>(done), static_cast<long long>(step_),
+                summary_.checkpoint.empty() ? "" : "; checkpoint ", summary_.checkpoint.c_str());
+  }
+  return Status();
+}
+
+// The epoch's figures, validation, logs and checkpoint.
+Status Trainer::finish_epoch(int epoch, double seconds, double seen_at_start) {
   EpochSummary e;
   e.epoch = epoch + 1;
   e.steps = step_;
-  e.seconds = seconds_since(t_epoch);
-  e.loss = running_.loss_sum / std::max(1.0, running_.seen);
-  e.accuracy = running_.correct / std::max(1.0, running_.seen);
-  e.images_per_second = (running_.seen - epoch_seen_at_start) / std::max(1e-9, e.seconds);
-  e.data_wait_share = running_.wait / std::max(1e-9, running_.busy);
+  e.seconds = seconds;
+  e.loss = running_.loss();
+  e.accuracy = running_.accuracy();
+  e.images_per_second = (running_.seen - seen_at_start) / std::max(1e-9, e.seconds);
+  e.data_wait_share = running_.wait_share();
   e.lr = last_lr_;  // the epoch's last step's
   e.gpu_utilisation = gpu_samples_ > 0 ? gpu_sum_ / gpu_samples_ : -1;
   gpu_sum_ = 0;
   gpu_samples_ = 0;
   SLUICE_RETURN_IF_ERROR(validate(&e));
   summary_.epochs.push_back(e);
-  if (leader()) {
-    log_scalar("epoch/loss", e.loss, e.epoch);
-    log_scalar("epoch/accuracy", e.accuracy, e.epoch);
-    log_scalar("epoch/images_per_second", e.images_per_second, e.epoch);
-    log_scalar("epoch/data_wait_share", e.data_wait_share, e.epoch);
-    if (e.val_accuracy >= 0) {
-      log_scalar("epoch/val_loss", e.val_loss, e.epoch);
-      log_scalar("epoch/val_accuracy", e.val_accuracy, e.epoch);
-    }
-    if (tb_) log_failed(tb_->flush());
-    if (!o_.quiet) {
-      std::string val = e.val_accuracy >= 0 ? fmt::format("  val loss {:.4f} acc {:.1f}%",
-                                                          e.val_loss, 100 * e.val_accuracy)
-                                            : "";
-      std::string gpu =
-          e.gpu_utilisation >= 0 ? fmt::format("  gpu busy {:.0f}%", 100 * e.gpu_utilisation) : "";
-      std::printf("epoch %d/%d  loss %.4f  acc %.1f%%%s  %.0f img/s  data wait %.1f%%%s  %.1f s\n",
-                  e.epoch, o_.epochs, e.loss, 100 * e.accuracy, val.c_str(), e.images_per_second,
-                  100 * e.data_wait_share, gpu.c_str(), e.seconds);
-      std::fflush(stdout);
-    }
-  }
-  SLUICE_RETURN_IF_ERROR(checkpoint(epoch, per_epoch));
+  if (leader()) log_epoch(e);
+  SLUICE_RETURN_IF_ERROR(checkpoint(epoch, pipe_->batches_per_epoch()));
   if (summary_.stopped && leader() && !o_.quiet) {
     std::printf("train: stopped at the end of epoch %d (step %lld)%s%s\n", epoch + 1,
                 static_cast<long long>(step_), summary_.checkpoint.empty() ? "" : "; checkpoint ",
                 summary_.checkpoint.c_str());
   }
-  return !summary_.stopped;
+  return Status();
+}
+
+// Rank 0: the epoch's scalars and its line.
+void Trainer::log_epoch(const EpochSummary& e) {
+  log_scalar("epoch/loss", e.loss, e.epoch);
+  log_scalar("epoch/accuracy", e.accuracy, e.epoch);
+  log_scalar("epoch/images_per_second", e.images_per_second, e.epoch);
+  log_scalar("epoch/data_wait_share", e.data_wait_share, e.epoch);
+  if (e.val_accuracy >= 0) {
+    log_scalar("epoch/val_loss", e.val_loss, e.epoch);
+    log_scalar("epoch/val_accuracy", e.val_accuracy, e.epoch);
+  }
+  if (tb_) log_failed(tb_->flush());
+  if (o_.quiet) return;
+  const std::string val = e.val_accuracy >= 0 ? fmt::format("  val loss {:.4f} acc {:.1f}%",
+                                                            e.val_loss, 100 * e.val_accuracy)
+                                              : "";
+  const std::string gpu =
+      e.gpu_utilisation >= 0 ? fmt::format("  gpu busy {:.0f}%", 100 * e.gpu_utilisation) : "";
+  std::printf("epoch %d/%d  loss %.4f  acc %.1f%%%s  %.0f img/s  data wait %.1f%%%s  %.1f s\n",
+              e.epoch, o_.epochs, e.loss, 100 * e.accuracy, val.c_str(), e.images_per_second,
+              100 * e.data_wait_share, gpu.c_str(), e.seconds);
+  std::fflush(stdout);
 }
 
 // Fine-tuning: the weights of another run's checkpoint, by name, wherever
@@ -767,65 +790,28 @@ Status Trainer::run_validation(EpochSummary* e) {
   return Status();
 }
 
-// The same fields `sluice bench --status` writes, plus where training is.
+// The status file `sluice top` draws (pipeline/run_status.h): bench's
+// fields, plus where training is.
 void Trainer::write_status(bool done) {
-  if (o_.status_file.empty() || !leader()) return;
-  auto now = Clock::now();
-  double since = std::chrono::duration<double>(now - last_status_).count();
-  if (!done && since < 0.5) return;
-  double wall = std::chrono::duration<double>(now - run_start_).count();
-  PipelineStats st = pipe_->stats();
-  json stages = json::object();
-  VerdictInput in;
-  in.wall_seconds = wall;
-  in.consumer_wait_seconds = st.consumer_wait_seconds;
-  in.workers = st.workers;
-  for (const StageSnapshot& s : st.stages) {
-    if (s.name == "batch" || s.name == "idle") continue;
-    stages[s.name] = wall > 0 && st.workers > 0 ? s.busy_ns / 1e9 / (wall * st.workers) : 0;
-    in.stages.push_back(s);
-  }
-  json gpus = detail::gpus_status_json<json>(training::gpu_monitor());
+  if (!leader() || !status_.due(done)) return;
+  RunStatus run;
+  run.seconds = seconds_since(run_start_);
+  run.images = static_cast<uint64_t>(total_images_);
+  run.batches = static_cast<uint64_t>(step_);
   auto proc = sample_process();
-  const auto& cpu0 = cpu_at_start_;
-  double images = total_images_;
-  json j = {
-      {"time", wall_time()},
-      {"job", "train"},
-      {"seconds", wall},
-      {"images_per_second", since > 0 ? std::max(0.0, images - status_images_) / since : 0},
-      {"images", static_cast<uint64_t>(images)},
-      {"batches", step_},
-      {"consumer_wait_share", running_.wait / std::max(1e-9, running_.busy)},
-      {"stages", stages},
-      {"workers", st.workers},
-      {"active_workers", st.active_workers},
-      {"prefetch", st.prefetch},
-      {"ready_batches", st.ready_batches},
-      {"bad_samples", st.bad_samples},
-      {"cpu_cores_busy",
-       proc.ok() && cpu0.ok() && wall > 0 ? (proc->cpu_seconds - cpu0->cpu_seconds) / wall : 0},
-      {"rss_bytes", proc.ok() ? proc->rss_bytes : 0},
-      {"verdict", bottleneck_verdict(in).text},
-      {"gpus", gpus},
-      {"epoch", epoch_now_ + 1},
-      {"epochs", o_.epochs},
-      {"step", step_},
-      {"loss", last_loss_},
-      {"accuracy", last_accuracy_},
-      {"lr", last_lr_},
-      {"done", done}};
-  // Written beside and renamed: a reader never sees half a file. No fsync:
-  // it is replaced twice a second and worthless after a crash.
-  std::string tmp = o_.status_file + ".tmp";
-  if (FILE* f = std::fopen(tmp.c_str(), "w")) {
-    std::string text = j.dump() + "\n";
-    bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    ok = std::fclose(f) == 0 && ok;
-    if (ok) std::rename(tmp.c_str(), o_.status_file.c_str());
+  if (proc.ok() && cpu_at_start_.ok() && run.seconds > 0)
+    run.cpu_cores_busy = (proc->cpu_seconds - cpu_at_start_->cpu_seconds) / run.seconds;
+  run.done = done;
+  if (const GpuMonitor* gpus = training::gpu_monitor()) {
+    run.gpu_names = gpus->names();
+    run.gpu_samples = gpus->sample();
   }
-  last_status_ = now;
-  status_images_ = images;
+  run.training =
+      RunStatus::Training{epoch_now_ + 1, o_.epochs, step_, last_loss_, last_accuracy_, last_lr_};
+  if (Status s = status_.write(run, pipe_->stats()); !s.ok()) {
+    std::fprintf(stderr, "sluice train: warning: %s; no more status updates, training goes on\n",
+                 std::string(s.message()).c_str());
+  }
 }
 
 // NVML's figure covers its last sample period (up to a second), so a
