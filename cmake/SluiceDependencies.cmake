@@ -25,6 +25,7 @@ find_library(OPENCV_IMGPROC_LIBRARY opencv_imgproc REQUIRED)
 add_library(sluice_opencv INTERFACE)
 target_include_directories(sluice_opencv SYSTEM INTERFACE ${OPENCV_INCLUDE_DIR})
 target_link_libraries(sluice_opencv INTERFACE ${OPENCV_IMGPROC_LIBRARY} ${OPENCV_CORE_LIBRARY})
+set_property(GLOBAL APPEND PROPERTY SLUICE_MODULES sluice_opencv)
 
 if(SLUICE_BUILD_TESTS)
   find_package(GTest REQUIRED)

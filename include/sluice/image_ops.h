@@ -21,17 +21,12 @@
 #include <string_view>
 #include <vector>
 
+#include "sluice/crop_window.h"
 #include "sluice/image.h"
 #include "sluice/random.h"
 #include "sluice/status.h"
 
 namespace sluice {
-
-// A rectangle in source pixel coordinates.
-struct CropWindow {
-  int x = 0, y = 0, width = 0, height = 0;
-  friend bool operator==(const CropWindow&, const CropWindow&) = default;
-};
 
 enum class AugmentMode {
   kTrain,   // RandomResizedCrop (torchvision semantics) + horizontal flip

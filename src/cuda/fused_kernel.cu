@@ -1,9 +1,9 @@
 // libsluice_kernels.so: sluice's CUDA kernels behind the C ABI of
-// device/kernels_abi.h. sluice loads this library at run time beside the
+// kernels/kernels_abi.h. sluice loads this library at run time beside the
 // CUDA runtime, so only this file is compiled by nvcc.
 #include <cuda_runtime.h>
 
-#include "device/kernels_abi.h"
+#include "kernels/kernels_abi.h"
 
 namespace {
 

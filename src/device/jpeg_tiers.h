@@ -71,7 +71,7 @@
 
 #include "device/cuda_runtime.h"
 #include "device/nvjpeg.h"
-#include "sluice/image_ops.h"
+#include "sluice/crop_window.h"
 #include "sluice/status.h"
 
 namespace sluice::device {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "device/kernels_abi.h"
+#include "kernels/kernels_abi.h"
 #include "sluice/status.h"
 
 namespace sluice::device {

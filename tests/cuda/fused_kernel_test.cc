@@ -10,6 +10,7 @@
 
 #include "device/cuda_runtime.h"
 #include "device/kernels.h"
+#include "image/sample_kernel.h"
 #include "tests/image/random_window.h"
 #include "tests/test_seed.h"
 

@@ -1,12 +1,12 @@
 // A stand-in for libsluice_kernels.so for machines without a GPU: the same
-// C ABI, running the kernel's own arithmetic (image/sample_kernel.h, the
+// C ABI, running the kernel's own arithmetic (kernels/sample_math.h, the
 // code the CUDA kernel runs per thread) on the fake runtime's stream, in
 // stream order like a launch.
 extern "C" int cudaLaunchHostFunc(void* stream, void (*fn)(void*), void* data);
 
 #include <vector>
 
-#include "device/kernels_abi.h"
+#include "kernels/kernels_abi.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// The GPU kernel's arithmetic (src/image/sample_kernel.h), run on the CPU
+// The GPU kernel's arithmetic (src/kernels/sample_math.h), run on the CPU
 // against write_sample_precise on fresh random inputs: sizes that enlarge,
 // shrink by up to 2x and by more (area averaging), fractional crops, every
 // dtype and layout, flipped or not. The CUDA kernel runs this same code per

@@ -2,7 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "ops/gpu_libs.h"
+#include "device/libraries.h"
+#include "device/nvml.h"
 
 namespace sluice {
 

@@ -2,7 +2,7 @@
 // shared by both sides. No CUDA header: the library's side includes it.
 #pragma once
 
-#include "image/sample_kernel.h"
+#include "kernels/sample_math.h"
 
 // Bumped whenever SampleJob's layout or a launcher's meaning changes; the
 // library reports it together with sizeof(SampleJob), so a stale library
