@@ -154,6 +154,19 @@ struct Pipeline::Impl {
   // How many workers may claim work (all, unless workers = auto).
   std::optional<detail::Autotuner> tuner SLUICE_GUARDED_BY(mu);
 
+  // Pipeline::create's steps, in order; nothing runs until start().
+  // On a device: a slot's sizes, measured before the ring is sized.
+  struct DevicePlan {
+    detail::DeviceSlots::Config config;
+    size_t slot_bytes = 0;      // device memory of one slot
+    uint64_t fit = UINT64_MAX;  // slots the device memory budget holds
+  };
+  Status plan_device(DevicePlan* plan);
+  Status size_ring(const DevicePlan& plan);
+  Status open_device(DevicePlan* plan);
+  Status map_slots();
+  void start();
+
   uint64_t samples_in_plan() const SLUICE_REQUIRES(mu) { return plan ? plan->size() : 0; }
   size_t batch_len(uint64_t b) const SLUICE_REQUIRES(mu) {
     uint64_t n = samples_in_plan();
@@ -471,18 +484,42 @@ struct Pipeline::Impl {
   std::vector<device::GpuJpegResult> gpu_results;
   std::vector<size_t> gpu_index;
   Status decode_on_gpu(int s, Slot* slot, uint64_t gen, size_t* n) {
-    staged_src.assign(*n, nullptr);
+    gather_gpu_jobs(*slot, *n);
+    if (gpu_jobs.empty()) return Status();
+    const bool decoded = run_gpu_decode();
+    std::vector<size_t> bad;
+    for (size_t j = 0; j < gpu_jobs.size(); ++j) {
+      const size_t k = gpu_index[j];
+      Status st = plan_decoded(s, *slot, k, gpu_jobs[j].bytes, gpu_results[j], decoded);
+      if (!st.ok()) {
+        bad.push_back(k);
+        MutexLock lock(&mu);
+        if (gen == generation) record_bad(epoch, slot->ids[k], st, slot, k);
+      }
+    }
+    if (!bad.empty()) drop_staged(slot, bad, n);
+    MutexLock lock(&mu);
+    return fatal;
+  }
+
+  // The batch's pending JPEGs (those the workers left to the GPU) as jobs.
+  void gather_gpu_jobs(const Slot& slot, size_t n) {
+    staged_src.assign(n, nullptr);
     gpu_jobs.clear();
     gpu_index.clear();
-    for (size_t k = 0; k < *n; ++k) {
+    for (size_t k = 0; k < n; ++k) {
       const Slot::Encoded& e = staged_encoded[k];
       if (!e.pending) continue;
       gpu_jobs.push_back(
-          {std::string_view(reinterpret_cast<const char*>(slot->data + e.offset), e.length), e.crop,
-           slot->ids[k]});
+          {std::string_view(reinterpret_cast<const char*>(slot.data + e.offset), e.length), e.crop,
+           slot.ids[k]});
       gpu_index.push_back(k);
     }
-    if (gpu_jobs.empty()) return Status();
+  }
+
+  // nvJPEG's tiers over gpu_jobs into gpu_results; false when CUDA failed
+  // under nvJPEG, and then every result says "decode on the CPU".
+  bool run_gpu_decode() {
     Status d = jpeg->decode(gpu_jobs, dev->stream(), &gpu_results);
     {
       device::GpuJpegStats now = jpeg->stats();
@@ -490,67 +527,60 @@ struct Pipeline::Impl {
       MutexLock lock(&mu);
       jpeg_stats = std::move(now);
     }
-    if (!d.ok()) {
-      // CUDA failed under nvJPEG: no result is usable; the CPU decodes all.
-      std::fprintf(stderr, "sluice: GPU decoding failed, the CPU decodes this batch: %s\n",
-                   std::string(d.message()).c_str());
-      gpu_results.assign(gpu_jobs.size(), device::GpuJpegResult{});
-    }
+    if (d.ok()) return true;
+    std::fprintf(stderr, "sluice: GPU decoding failed, the CPU decodes this batch: %s\n",
+                 std::string(d.message()).c_str());
+    gpu_results.assign(gpu_jobs.size(), device::GpuJpegResult{});
+    return false;
+  }
+
+  // Sample k's job after GPU decoding: the resize tables for the window
+  // the GPU decoded (its pixels stay on the device), or, for a file the
+  // GPU left (tier C), a CPU decode into the slot's arena.
+  Status plan_decoded(int s, const Slot& slot, size_t k, std::string_view bytes,
+                      const device::GpuJpegResult& g, bool decoded) {
     thread_local detail::SampleTables tables;
-    std::vector<size_t> bad;
-    for (size_t j = 0; j < gpu_jobs.size(); ++j) {
-      const size_t k = gpu_index[j];
-      const Slot::Encoded& e = staged_encoded[k];
-      const device::GpuJpegResult& g = gpu_results[j];
-      detail::SampleJob& job = staged_jobs[k];
-      Status st;
-      if (g.tier != device::JpegTier::kCpu) {
-        if (g.hardware_fallback) ++gpu_fallbacks;
-        DecodedWindow geometry;  // its pixels are on the device
-        geometry.width = g.width;
-        geometry.height = g.height;
-        geometry.crop_x = g.crop.x;
-        geometry.crop_y = g.crop.y;
-        geometry.crop_width = g.crop.width;
-        geometry.crop_height = g.crop.height;
-        st = detail::plan_sample_job(geometry, e.flip, o.sample, slot->data, &tables, &job);
-        if (st.ok()) st = put_tables(s, tables, &job);
-        staged_src[k] = g.pixels;
-      } else {
-        if (g.tier == device::JpegTier::kCpu && d.ok()) ++gpu_fallbacks;
-        ++stager_cpu_decoded;
-        std::string_view bytes = gpu_jobs[j].bytes;
-        auto info = probe_image(bytes, o.max_pixels);
-        st = info.status();
-        if (st.ok()) st = decode_window(&stager_decoder, bytes, *info, e.crop, &stager_window);
-        if (st.ok()) st = arena_job(stager_window, e.flip, s, &job, &stager_scratch);
-      }
-      if (!st.ok()) {
-        bad.push_back(k);
-        MutexLock lock(&mu);
-        if (gen == generation) record_bad(epoch, slot->ids[k], st, slot, k);
-      }
+    const Slot::Encoded& e = staged_encoded[k];
+    detail::SampleJob& job = staged_jobs[k];
+    if (g.tier != device::JpegTier::kCpu) {
+      if (g.hardware_fallback) ++gpu_fallbacks;
+      DecodedWindow geometry;  // its pixels are on the device
+      geometry.width = g.width;
+      geometry.height = g.height;
+      geometry.crop_x = g.crop.x;
+      geometry.crop_y = g.crop.y;
+      geometry.crop_width = g.crop.width;
+      geometry.crop_height = g.crop.height;
+      staged_src[k] = g.pixels;
+      SLUICE_RETURN_IF_ERROR(
+          detail::plan_sample_job(geometry, e.flip, o.sample, slot.data, &tables, &job));
+      return put_tables(s, tables, &job);
     }
-    if (!bad.empty()) {
-      // Drop them, keeping the order (labels and ids were already compacted).
-      size_t w = 0;
-      for (size_t k = 0, b = 0; k < *n; ++k) {
-        if (b < bad.size() && bad[b] == k) {
-          ++b;
-          continue;
-        }
-        staged_jobs[w] = staged_jobs[k];
-        staged_src[w] = staged_src[k];
-        slot->labels[w] = slot->labels[k];
-        slot->ids[w] = slot->ids[k];
-        ++w;
+    if (decoded) ++gpu_fallbacks;
+    ++stager_cpu_decoded;
+    SLUICE_ASSIGN_OR_RETURN(ImageInfo info, probe_image(bytes, o.max_pixels));
+    SLUICE_RETURN_IF_ERROR(decode_window(&stager_decoder, bytes, info, e.crop, &stager_window));
+    return arena_job(stager_window, e.flip, s, &job, &stager_scratch);
+  }
+
+  // Drops the staged samples at `bad` (ascending), keeping the order
+  // (labels and ids were already compacted).
+  void drop_staged(Slot* slot, const std::vector<size_t>& bad, size_t* n) {
+    size_t w = 0;
+    for (size_t k = 0, b = 0; k < *n; ++k) {
+      if (b < bad.size() && bad[b] == k) {
+        ++b;
+        continue;
       }
-      *n = w;
-      staged_jobs.resize(w);
-      staged_src.resize(w);
+      staged_jobs[w] = staged_jobs[k];
+      staged_src[w] = staged_src[k];
+      slot->labels[w] = slot->labels[k];
+      slot->ids[w] = slot->ids[k];
+      ++w;
     }
-    MutexLock lock(&mu);
-    return fatal;
+    *n = w;
+    staged_jobs.resize(w);
+    staged_src.resize(w);
   }
 
   // Puts a job's resize tables in the slot's arena (offsets in the job).
@@ -797,102 +827,96 @@ Status open_gpu_decoder(const PipelineOptions& o, std::unique_ptr<device::GpuJpe
 
 }  // namespace
 
-Result<std::unique_ptr<Pipeline>> Pipeline::create(const PipelineOptions& options) {
-  SLUICE_RETURN_IF_ERROR(validate(options));
-  auto impl = std::make_unique<Impl>();
-  Impl& m = *impl;
-  m.o = options;
-  SLUICE_ASSIGN_OR_RETURN(m.source, detail::open_sample_source(options));
-  if (m.source->size() > UINT32_MAX) return invalid_argument_error("more than 2^32 records");
-  if (m.source->size() == 0) return invalid_argument_error("the source holds no records");
-  m.sample_bytes = sample_bytes(options.sample);
-  const uint64_t bs = static_cast<uint64_t>(options.batch_size);
-  detail::DeviceSlots::Config dc;
-  size_t device_slot = 0;
-  uint64_t device_fit = UINT64_MAX;
-  m.slot_bytes = bs * (m.sample_bytes + sizeof(int64_t) + sizeof(uint64_t) + 1);
-  std::optional<device::DeviceGuard> guard;  // the caller's device comes back
-  if (options.device >= 0) {
-    SLUICE_RETURN_IF_ERROR(check_device(options, &m.kernel));
-    guard.emplace(**device::CudaRuntime::get(), options.device);
-    SLUICE_RETURN_IF_ERROR(guard->status());
-    m.arena_sample = arena_per_sample(options.sample);
-    if (m.kernel) SLUICE_RETURN_IF_ERROR(open_gpu_decoder(options, &m.jpeg, &m.jpeg_note));
-    // GPU decoding: an encoded file (at most half a share), its tables and,
-    // should the GPU refuse it, its CPU-decoded window all fit two shares.
-    dc = {.device = options.device,
-          .slots = 0,
-          .batch_size = options.batch_size,
-          .spec = options.sample,
-          .kernel = m.kernel,
-          .arena_per_sample = m.jpeg ? 2 * m.arena_sample : m.arena_sample};
-    size_t host = 0;
-    detail::DeviceSlots::measure(dc, &host, &device_slot);
-    m.slot_bytes = host + bs * (sizeof(int64_t) + sizeof(uint64_t) + 1 +
-                                (m.kernel ? sizeof(detail::SampleJob) : 0));
-    device_fit = options.device_memory_budget / device_slot;
-    if (device_fit < 2) {
-      return invalid_argument_error(fmt::format(
-          "device memory budget of {} MB is too small: two batch slots need {} MB on {}",
-          options.device_memory_budget >> 20, (2 * device_slot) >> 20,
-          device::device_name(options.device)));
-    }
+// GPU decoding: an encoded file (at most half a share), its tables and,
+// should the GPU refuse it, its CPU-decoded window all fit two shares.
+Status Pipeline::Impl::plan_device(DevicePlan* plan) {
+  arena_sample = arena_per_sample(o.sample);
+  if (kernel) SLUICE_RETURN_IF_ERROR(open_gpu_decoder(o, &jpeg, &jpeg_note));
+  plan->config = {.device = o.device,
+                  .slots = 0,
+                  .batch_size = o.batch_size,
+                  .spec = o.sample,
+                  .kernel = kernel,
+                  .arena_per_sample = jpeg ? 2 * arena_sample : arena_sample};
+  size_t host = 0;
+  detail::DeviceSlots::measure(plan->config, &host, &plan->slot_bytes);
+  const uint64_t bs = static_cast<uint64_t>(o.batch_size);
+  slot_bytes = host + bs * (sizeof(int64_t) + sizeof(uint64_t) + 1 +
+                            (kernel ? sizeof(detail::SampleJob) : 0));
+  plan->fit = o.device_memory_budget / plan->slot_bytes;
+  if (plan->fit < 2) {
+    return invalid_argument_error(fmt::format(
+        "device memory budget of {} MB is too small: two batch slots need {} MB on {}",
+        o.device_memory_budget >> 20, (2 * plan->slot_bytes) >> 20, device::device_name(o.device)));
   }
-  int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  m.workers = options.workers > 0 ? options.workers : cores;
-  uint64_t scratch = static_cast<uint64_t>(m.workers) * kWorkerScratchBytes;
-  if (options.prefetch > 0) {
-    m.prefetch = options.prefetch;
-    m.tuning = fmt::format("workers {} ({}), prefetch {} (set)", m.workers,
-                           options.workers > 0 ? "set" : "one per core", m.prefetch);
-  } else {
-    uint64_t room = options.memory_budget > scratch ? options.memory_budget - scratch : 0;
-    uint64_t fit = std::min(room / m.slot_bytes, device_fit);
-    if (fit < 2) {
-      return invalid_argument_error(
-          fmt::format("memory budget of {} MB is too small: two batch slots of {} MB plus {} MB of "
-                      "worker scratch "
-                      "need {} MB (raise the budget, or lower batch size or image size)",
-                      options.memory_budget >> 20, m.slot_bytes >> 20, scratch >> 20,
-                      (2 * m.slot_bytes + scratch) >> 20));
-    }
-    // Two batches per worker hide the jitter of single slow samples; more
-    // only adds memory.
-    m.prefetch = static_cast<int>(std::min<uint64_t>(fit, std::max(2, 2 * m.workers)));
-    m.tuning = fmt::format(
-        "workers {} ({}), prefetch {} (of {} slots of {:.1f} MB that fit the {} MB budget{})",
-        m.workers, options.workers > 0 ? "set" : "one per core", m.prefetch, fit,
-        m.slot_bytes / 1e6, options.memory_budget >> 20,
-        options.device >= 0 ? fmt::format(" and {} MB on {}", options.device_memory_budget >> 20,
-                                          device::device_name(options.device))
-                            : "");
+  return Status();
+}
+
+// Workers (set, or one per core) and batch slots (set, or as many as the
+// memory budgets hold, up to two per worker), said in `tuning`.
+Status Pipeline::Impl::size_ring(const DevicePlan& plan) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  workers = o.workers > 0 ? o.workers : cores;
+  const char* how = o.workers > 0 ? "set" : "one per core";
+  if (o.prefetch > 0) {
+    prefetch = o.prefetch;
+    tuning = fmt::format("workers {} ({}), prefetch {} (set)", workers, how, prefetch);
+    return Status();
   }
-  if (options.device >= 0) {
-    if (options.prefetch > 0 && static_cast<uint64_t>(m.prefetch) > device_fit) {
-      return invalid_argument_error(
-          fmt::format("prefetch {} needs {} MB on {}, over the device memory budget of {} MB",
-                      m.prefetch, (m.prefetch * device_slot) >> 20,
-                      device::device_name(options.device), options.device_memory_budget >> 20));
-    }
-    dc.slots = m.prefetch;
-    SLUICE_ASSIGN_OR_RETURN(m.dev, detail::DeviceSlots::create(dc));
-    if (m.jpeg) {
-      device::GpuJpegStats js = m.jpeg->stats();
-      m.jpeg_note = "nvJPEG " + js.nvjpeg_library;
-      m.engine_share = js.hardware_available ? js.hardware_share : 0.0;
-      MutexLock lock(&m.mu);  // no thread runs yet; for the analysis
-      m.jpeg_stats = std::move(js);
-    }
+  const uint64_t scratch = static_cast<uint64_t>(workers) * kWorkerScratchBytes;
+  const uint64_t room = o.memory_budget > scratch ? o.memory_budget - scratch : 0;
+  const uint64_t fit = std::min(room / slot_bytes, plan.fit);
+  if (fit < 2) {
+    return invalid_argument_error(fmt::format(
+        "memory budget of {} MB is too small: two batch slots of {} MB plus {} MB of "
+        "worker scratch "
+        "need {} MB (raise the budget, or lower batch size or image size)",
+        o.memory_budget >> 20, slot_bytes >> 20, scratch >> 20, (2 * slot_bytes + scratch) >> 20));
   }
-  m.slots.resize(static_cast<size_t>(m.prefetch));
-  for (size_t i = 0; i < m.slots.size(); ++i) {
-    Slot& s = m.slots[i];
-    if (m.dev) {
-      s.data = m.dev->host(static_cast<int>(i));
-      if (m.kernel) s.jobs.resize(bs);
-      if (m.jpeg) s.encoded.resize(bs);
+  // Two batches per worker hide the jitter of single slow samples; more
+  // only adds memory.
+  prefetch = static_cast<int>(std::min<uint64_t>(fit, std::max(2, 2 * workers)));
+  tuning = fmt::format(
+      "workers {} ({}), prefetch {} (of {} slots of {:.1f} MB that fit the {} MB budget{})",
+      workers, how, prefetch, fit, slot_bytes / 1e6, o.memory_budget >> 20,
+      o.device >= 0 ? fmt::format(" and {} MB on {}", o.device_memory_budget >> 20,
+                                  device::device_name(o.device))
+                    : "");
+  return Status();
+}
+
+// The ring's device side, once the number of slots is known.
+Status Pipeline::Impl::open_device(DevicePlan* plan) {
+  if (o.prefetch > 0 && static_cast<uint64_t>(prefetch) > plan->fit) {
+    return invalid_argument_error(
+        fmt::format("prefetch {} needs {} MB on {}, over the device memory budget of {} MB",
+                    prefetch, (prefetch * plan->slot_bytes) >> 20, device::device_name(o.device),
+                    o.device_memory_budget >> 20));
+  }
+  plan->config.slots = prefetch;
+  SLUICE_ASSIGN_OR_RETURN(dev, detail::DeviceSlots::create(plan->config));
+  if (jpeg) {
+    device::GpuJpegStats js = jpeg->stats();
+    jpeg_note = "nvJPEG " + js.nvjpeg_library;
+    engine_share = js.hardware_available ? js.hardware_share : 0.0;
+    MutexLock lock(&mu);  // no thread runs yet; for the analysis
+    jpeg_stats = std::move(js);
+  }
+  return Status();
+}
+
+// Each slot's memory: the device side's pinned host buffer, or a mapping.
+Status Pipeline::Impl::map_slots() {
+  const size_t bs = static_cast<size_t>(o.batch_size);
+  slots.resize(static_cast<size_t>(prefetch));
+  for (size_t i = 0; i < slots.size(); ++i) {
+    Slot& s = slots[i];
+    if (dev) {
+      s.data = dev->host(static_cast<int>(i));
+      if (kernel) s.jobs.resize(bs);
+      if (jpeg) s.encoded.resize(bs);
     } else {
-      size_t bytes = std::max<size_t>(1, bs * m.sample_bytes);
+      size_t bytes = std::max<size_t>(1, bs * sample_bytes);
       s.mapped = std::unique_ptr<uint8_t[], SlotFree>(map_slot(bytes), SlotFree{bytes});
       if (!s.mapped) {
         return resource_exhausted_error(
@@ -904,20 +928,50 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(const PipelineOptions& option
     s.ids.assign(bs, 0);
     s.valid.assign(bs, 1);
   }
-  m.read_stage = &m.telemetry.stage("read");
-  m.decode_stage = &m.telemetry.stage("decode");
-  m.augment_stage = &m.telemetry.stage("augment");
-  m.batch_stage = &m.telemetry.stage("batch");
-  m.idle_stage = &m.telemetry.stage("idle");
+  return Status();
+}
+
+// The stages, the tuner, epoch 0's plan, then the threads.
+void Pipeline::Impl::start() {
+  read_stage = &telemetry.stage("read");
+  decode_stage = &telemetry.stage("decode");
+  augment_stage = &telemetry.stage("augment");
+  batch_stage = &telemetry.stage("batch");
+  idle_stage = &telemetry.stage("idle");
   {
-    MutexLock lock(&m.mu);
-    m.tuner.emplace(m.workers, m.prefetch, /*enabled=*/options.workers == 0, now_ns());
-    m.reset(0, 0);
+    MutexLock lock(&mu);
+    tuner.emplace(workers, prefetch, /*enabled=*/o.workers == 0, now_ns());
+    reset(0, 0);
   }
-  for (int w = 0; w < m.workers; ++w) {
-    m.threads.emplace_back([&m, w](std::stop_token st) { m.worker(st, w); });
+  for (int w = 0; w < workers; ++w) {
+    threads.emplace_back([this, w](std::stop_token st) { worker(st, w); });
   }
-  if (m.dev) m.threads.emplace_back([&m](std::stop_token st) { m.stager(st); });
+  if (dev) threads.emplace_back([this](std::stop_token st) { stager(st); });
+}
+
+Result<std::unique_ptr<Pipeline>> Pipeline::create(const PipelineOptions& options) {
+  SLUICE_RETURN_IF_ERROR(validate(options));
+  auto impl = std::make_unique<Impl>();
+  Impl& m = *impl;
+  m.o = options;
+  SLUICE_ASSIGN_OR_RETURN(m.source, detail::open_sample_source(options));
+  if (m.source->size() > UINT32_MAX) return invalid_argument_error("more than 2^32 records");
+  if (m.source->size() == 0) return invalid_argument_error("the source holds no records");
+  m.sample_bytes = sample_bytes(options.sample);
+  m.slot_bytes = static_cast<uint64_t>(options.batch_size) *
+                 (m.sample_bytes + sizeof(int64_t) + sizeof(uint64_t) + 1);
+  std::optional<device::DeviceGuard> guard;  // the caller's device comes back
+  Impl::DevicePlan plan;
+  if (options.device >= 0) {
+    SLUICE_RETURN_IF_ERROR(check_device(options, &m.kernel));
+    guard.emplace(**device::CudaRuntime::get(), options.device);
+    SLUICE_RETURN_IF_ERROR(guard->status());
+    SLUICE_RETURN_IF_ERROR(m.plan_device(&plan));
+  }
+  SLUICE_RETURN_IF_ERROR(m.size_ring(plan));
+  if (options.device >= 0) SLUICE_RETURN_IF_ERROR(m.open_device(&plan));
+  SLUICE_RETURN_IF_ERROR(m.map_slots());
+  m.start();
   return std::unique_ptr<Pipeline>(new Pipeline(std::move(impl)));
 }
 
