@@ -150,6 +150,68 @@ Status log_figures(TensorBoardWriter* tb, JsonLinesWriter* jsonl, int64_t step,
   return tb->flush();
 }
 
+// On a GPU: its busy share while the pipeline runs, sampled from NVML five
+// times a second on a thread of its own (where NVML answers).
+class GpuBusySampler {
+ public:
+  explicit GpuBusySampler(int device) {
+    if (device < 0) return;
+    auto g = GpuMonitor::open();
+    if (!g.ok()) return;
+    gpu_ = std::move(g).value();
+    thread_ = std::jthread([this, dev = static_cast<size_t>(device)](std::stop_token st) {
+      while (!st.stop_requested()) {
+        auto now = gpu_->sample();
+        if (dev < now.size() && now[dev].utilization >= 0) {
+          sum_ = sum_ + now[dev].utilization;
+          ++n_;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
+    });
+  }
+  // Stops sampling; the mean busy percent, or -1 without samples.
+  double finish() {
+    if (!thread_.joinable()) return -1;
+    thread_.request_stop();
+    thread_.join();
+    return n_ > 0 ? sum_ / n_ : -1;
+  }
+
+ private:
+  std::unique_ptr<GpuMonitor> gpu_;
+  std::atomic<double> sum_{0};
+  std::atomic<int> n_{0};
+  std::jthread thread_;  // last: joined before the rest goes
+};
+
+// --digest: one line per batch, and the running digest of them all.
+struct Digests {
+  uint32_t lo = 0, hi = 0x9e3779b9u;
+  std::vector<uint8_t> host;
+  Status add(const Batch& b, RunResult* r) {
+    SLUICE_ASSIGN_OR_RETURN(uint64_t d, batch_digest(b, &host));
+    std::printf("digest %llu %llu %016llx\n", static_cast<unsigned long long>(b.epoch()),
+                static_cast<unsigned long long>(b.index()), static_cast<unsigned long long>(d));
+    std::string_view dv(reinterpret_cast<const char*>(&d), sizeof(d));
+    lo = crc32c_extend(lo, dv);
+    hi = crc32c_extend(hi, dv);
+    r->digest_any = true;
+    return Status();
+  }
+};
+
+// Once a second, the run's figures to --logdir.
+Status log_progress(TensorBoardWriter* tb, JsonLinesWriter* jsonl, const Pipeline& pipe,
+                    const RunResult& r, double wall, double cpu_seconds, double rate) {
+  PipelineStats now = pipe.stats();
+  return log_figures(tb, jsonl, static_cast<int64_t>(r.batches),
+                     {{"images_per_second", rate},
+                      {"consumer_wait_share", wall > 0 ? now.consumer_wait_seconds / wall : 0},
+                      {"cpu_cores_busy", wall > 0 ? cpu_seconds / wall : 0},
+                      {"workers_active", now.active_workers}});
+}
+
 Result<RunResult> run_pipeline(const PipelineOptions& po, int epochs, int64_t max_batches,
                                std::optional<PipelineState> start, bool digest,
                                TensorBoardWriter* tb, JsonLinesWriter* jsonl = nullptr,
@@ -160,37 +222,23 @@ Result<RunResult> run_pipeline(const PipelineOptions& po, int epochs, int64_t ma
   PipelineState s = start.value_or(PipelineState{0, 0});
   SLUICE_RETURN_IF_ERROR(pipe->restore(s));
   auto cpu0 = sample_process();
-  auto t0 = Clock::now();
+  const auto t0 = Clock::now();
+  auto since_start = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  auto cpu_since_start = [&] {
+    auto cpu = sample_process();
+    return cpu.ok() && cpu0.ok() ? cpu->cpu_seconds - cpu0->cpu_seconds : 0.0;
+  };
   if (recorder) recorder->start(pipe->stats());
   auto last_log = t0;
   RunStatusWriter status(status_path, "bench");
   uint64_t images_at_log = 0;
-  uint32_t all_lo = 0, all_hi = 0x9e3779b9u;
-  std::vector<uint8_t> host;
-  // On a GPU: its busy share while the pipeline runs (NVML, where present).
-  std::unique_ptr<GpuMonitor> gpu;
-  std::jthread gpu_sampler;
-  std::atomic<double> gpu_busy_sum{0};
-  std::atomic<int> gpu_busy_n{0};
-  if (po.device >= 0) {
-    if (auto g = GpuMonitor::open(); g.ok()) {
-      gpu = std::move(g).value();
-      gpu_sampler = std::jthread([&, dev = static_cast<size_t>(po.device)](std::stop_token st) {
-        while (!st.stop_requested()) {
-          auto now = gpu->sample();
-          if (dev < now.size() && now[dev].utilization >= 0) {
-            gpu_busy_sum = gpu_busy_sum + now[dev].utilization;
-            ++gpu_busy_n;
-          }
-          std::this_thread::sleep_for(std::chrono::milliseconds(200));
-        }
-      });
-    }
-  }
-  for (uint64_t epoch = s.epoch; epoch < static_cast<uint64_t>(epochs); ++epoch) {
+  Digests digests;
+  GpuBusySampler gpu(po.device);
+  const uint64_t limit = max_batches >= 0 ? static_cast<uint64_t>(max_batches) : UINT64_MAX;
+  for (uint64_t epoch = s.epoch; epoch < static_cast<uint64_t>(epochs) && r.batches < limit;
+       ++epoch) {
     if (epoch != s.epoch) SLUICE_RETURN_IF_ERROR(pipe->set_epoch(epoch));
-    for (;;) {
-      if (max_batches >= 0 && r.batches >= static_cast<uint64_t>(max_batches)) break;
+    while (r.batches < limit) {
       auto b = pipe->next();
       if (b.status().code() == StatusCode::kOutOfRange) break;
       if (!b.ok()) return b.status();
@@ -198,57 +246,29 @@ Result<RunResult> run_pipeline(const PipelineOptions& po, int epochs, int64_t ma
       r.image_bytes_out += b->bytes();
       ++r.batches;
       if (recorder) recorder->poll(*pipe, r.images);
-      if (digest) {
-        SLUICE_ASSIGN_OR_RETURN(uint64_t d, batch_digest(*b, &host));
-        std::printf("digest %llu %llu %016llx\n", static_cast<unsigned long long>(b->epoch()),
-                    static_cast<unsigned long long>(b->index()),
-                    static_cast<unsigned long long>(d));
-        std::string_view dv(reinterpret_cast<const char*>(&d), sizeof(d));
-        all_lo = crc32c_extend(all_lo, dv);
-        all_hi = crc32c_extend(all_hi, dv);
-        r.digest_any = true;
-      }
+      if (digest) SLUICE_RETURN_IF_ERROR(digests.add(*b, &r));
       if (status.due(false)) {
-        double wall = std::chrono::duration<double>(Clock::now() - t0).count();
-        auto cpu = sample_process();
-        update_status(status, *pipe, wall, r.images, r.batches,
-                      cpu.ok() && cpu0.ok() ? cpu->cpu_seconds - cpu0->cpu_seconds : 0, false);
+        update_status(status, *pipe, since_start(), r.images, r.batches, cpu_since_start(), false);
       }
       if (tb && Clock::now() - last_log > std::chrono::seconds(1)) {
         double secs = std::chrono::duration<double>(Clock::now() - last_log).count();
-        double wall = std::chrono::duration<double>(Clock::now() - t0).count();
-        double rate = (r.images - images_at_log) / secs;
-        PipelineStats now = pipe->stats();
-        double wait_share = wall > 0 ? now.consumer_wait_seconds / wall : 0;
-        auto cpu = sample_process();
-        double cores =
-            cpu.ok() && cpu0.ok() && wall > 0 ? (cpu->cpu_seconds - cpu0->cpu_seconds) / wall : 0;
-        SLUICE_RETURN_IF_ERROR(log_figures(tb, jsonl, static_cast<int64_t>(r.batches),
-                                           {{"images_per_second", rate},
-                                            {"consumer_wait_share", wait_share},
-                                            {"cpu_cores_busy", cores},
-                                            {"workers_active", now.active_workers}}));
+        SLUICE_RETURN_IF_ERROR(log_progress(tb, jsonl, *pipe, r, since_start(), cpu_since_start(),
+                                            (r.images - images_at_log) / secs));
         images_at_log = r.images;
         last_log = Clock::now();
       }
     }
-    if (max_batches >= 0 && r.batches >= static_cast<uint64_t>(max_batches)) break;
   }
-  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  if (gpu_sampler.joinable()) {
-    gpu_sampler.request_stop();
-    gpu_sampler.join();
-    if (gpu_busy_n > 0) r.gpu_busy_percent = gpu_busy_sum / gpu_busy_n;
-  }
-  auto cpu1 = sample_process();
-  if (cpu0.ok() && cpu1.ok()) r.cpu_seconds = cpu1->cpu_seconds - cpu0->cpu_seconds;
+  r.seconds = since_start();
+  r.gpu_busy_percent = gpu.finish();
+  r.cpu_seconds = cpu_since_start();
   r.stats = pipe->stats();
   if (recorder) recorder->finish(r.stats, r.images);
   r.events = pipe->events();
   update_status(status, *pipe, r.seconds, r.images, r.batches, r.cpu_seconds, true);
   if (po.trace) r.spans = pipe->trace();
   r.state = pipe->state();
-  r.digest_all = (uint64_t{all_hi} << 32) | all_lo;
+  r.digest_all = (uint64_t{digests.hi} << 32) | digests.lo;
   return r;
 }
 
@@ -485,6 +505,107 @@ Status write_report(const BenchCli& c, const json& summary, const SeriesRecorder
   return detail::write_file_atomic(c.report_file, page);
 }
 
+// What the usual run writes besides its summary: the logs (--logdir), the
+// GPU monitor (--report, --status) and the report's time series.
+struct BenchOutputs {
+  std::unique_ptr<TensorBoardWriter> tb;
+  std::unique_ptr<JsonLinesWriter> jsonl;
+  std::unique_ptr<GpuMonitor> gpu;
+  std::string gpu_note;  // why there is no monitor
+  std::optional<SeriesRecorder> recorder;
+};
+
+Status open_outputs(const BenchCli& c, BenchOutputs* out) {
+  if (!c.logdir.empty()) {
+    SLUICE_ASSIGN_OR_RETURN(out->tb, TensorBoardWriter::create(c.logdir));
+    SLUICE_ASSIGN_OR_RETURN(
+        out->jsonl,
+        JsonLinesWriter::create((std::filesystem::path(c.logdir) / "bench.jsonl").string()));
+  }
+  if (!c.report_file.empty() || !c.status_file.empty()) {
+    auto g = GpuMonitor::open();
+    if (g.ok()) {
+      out->gpu = std::move(g).value();
+    } else {
+      out->gpu_note = std::string(g.status().message());
+    }
+    g_status_gpus = out->gpu.get();
+  }
+  if (!c.report_file.empty()) out->recorder.emplace(out->gpu.get());
+  return Status();
+}
+
+// --ceiling: libjpeg-turbo decoding every pixel, and only the decode calls
+// of sluice's plan, on as many threads, over as many images.
+Status measure_ceiling(const BenchCli& c, const RunResult& r, std::optional<ReferenceResult>* full,
+                       std::optional<ReferenceResult>* floor) {
+  const double ips = r.seconds > 0 ? r.images / r.seconds : 0;
+  const uint64_t n = std::max<uint64_t>(r.images, 256);
+  SLUICE_ASSIGN_OR_RETURN(
+      ReferenceResult a,
+      measure_decode_reference(c.p, DecodeReference::kFullDecode, n, r.stats.workers));
+  SLUICE_ASSIGN_OR_RETURN(
+      ReferenceResult b,
+      measure_decode_reference(c.p, DecodeReference::kPlanFloor, n, r.stats.workers));
+  std::printf(
+      "ceiling: libjpeg-turbo decoding every pixel of %llu of these images on %d threads: %.0f "
+      "images/s "
+      "(sluice %.2fx)\n",
+      static_cast<unsigned long long>(a.images), r.stats.workers, a.images_per_second,
+      a.images_per_second > 0 ? ips / a.images_per_second : 0);
+  std::printf(
+      "plan floor: only the decode calls sluice's plan makes: %.0f images/s (sluice's overhead "
+      "above it: "
+      "%.1f %%)\n",
+      b.images_per_second, ips > 0 ? 100 * (b.images_per_second / ips - 1) : 0);
+  *full = a;
+  *floor = b;
+  return Status();
+}
+
+// The usual run: the pipeline for --epochs, its summary and every file asked for.
+Status bench(const BenchCli& c, const std::vector<AblationRow>& ablation) {
+  std::optional<PipelineState> start;
+  if (!c.state_in.empty()) {
+    SLUICE_ASSIGN_OR_RETURN(start, read_state(c.state_in));
+  }
+  BenchOutputs out;
+  SLUICE_RETURN_IF_ERROR(open_outputs(c, &out));
+  SLUICE_ASSIGN_OR_RETURN(RunResult r, run_pipeline(c.p, c.epochs, c.max_batches, start, c.digest,
+                                                    out.tb.get(), out.jsonl.get(), c.status_file,
+                                                    out.recorder ? &*out.recorder : nullptr));
+  if (c.digest && r.digest_any)
+    std::printf("digest all %016llx\n", static_cast<unsigned long long>(r.digest_all));
+  auto proc = sample_process();
+  const uint64_t peak = proc.ok() ? proc->peak_rss_bytes : 0;
+  const Verdict v = verdict_of(r);
+  if (!c.quiet) print_summary(c, r, v, peak);
+  std::optional<ReferenceResult> full, floor;
+  if (c.ceiling) SLUICE_RETURN_IF_ERROR(measure_ceiling(c, r, &full, &floor));
+  if (out.tb) {
+    const double ips = r.seconds > 0 ? r.images / r.seconds : 0;
+    log_figures(out.tb.get(), out.jsonl.get(), static_cast<int64_t>(r.batches),
+                {{"images_per_second_total", ips}})
+        .ignore();
+    out.tb->close().ignore();
+  }
+  if (!c.trace_file.empty())
+    SLUICE_RETURN_IF_ERROR(write_trace(c.trace_file, r.spans, r.stats.workers));
+  if (!c.state_out.empty()) {
+    SLUICE_RETURN_IF_ERROR(detail::write_file_atomic(c.state_out, format_pipeline_state(r.state)));
+  }
+  json summary = summary_json(c, r, v, peak, full, floor);
+  if (!c.json_file.empty()) {
+    SLUICE_RETURN_IF_ERROR(detail::write_file_atomic(c.json_file, summary.dump(2) + "\n"));
+  }
+  if (!c.report_file.empty()) {
+    SLUICE_RETURN_IF_ERROR(
+        write_report(c, summary, *out.recorder, out.gpu.get(), out.gpu_note, ablation));
+    if (!c.quiet) std::printf("report: %s\n", c.report_file.c_str());
+  }
+  return Status();
+}
+
 int run(BenchCli& c) {
   if (Status s = parse_options(c); !s.ok()) return report_error("bench", s);
   if (!c.report_file.empty()) {
@@ -498,92 +619,8 @@ int run(BenchCli& c) {
     int rc = run_ablation(c, &ablation);
     if (rc != kExitOk || c.report_file.empty()) return rc;
   }
-  std::optional<PipelineState> start;
-  if (!c.state_in.empty()) {
-    auto s = read_state(c.state_in);
-    if (!s.ok()) return report_error("bench", s.status());
-    start = *s;
-  }
-  std::unique_ptr<TensorBoardWriter> tb;
-  std::unique_ptr<JsonLinesWriter> jsonl;
-  if (!c.logdir.empty()) {
-    auto w = TensorBoardWriter::create(c.logdir);
-    if (!w.ok()) return report_error("bench", w.status());
-    tb = std::move(w).value();
-    auto j = JsonLinesWriter::create((std::filesystem::path(c.logdir) / "bench.jsonl").string());
-    if (!j.ok()) return report_error("bench", j.status());
-    jsonl = std::move(j).value();
-  }
-  std::unique_ptr<GpuMonitor> gpu;
-  std::string gpu_note;
-  std::optional<SeriesRecorder> recorder;
-  if (!c.report_file.empty() || !c.status_file.empty()) {
-    auto g = GpuMonitor::open();
-    if (g.ok()) {
-      gpu = std::move(g).value();
-    } else {
-      gpu_note = std::string(g.status().message());
-    }
-    g_status_gpus = gpu.get();
-  }
-  if (!c.report_file.empty()) recorder.emplace(gpu.get());
-  auto r = run_pipeline(c.p, c.epochs, c.max_batches, start, c.digest, tb.get(), jsonl.get(),
-                        c.status_file, recorder ? &*recorder : nullptr);
-  if (!r.ok()) return report_error("bench", r.status());
-  if (c.digest && r->digest_any)
-    std::printf("digest all %016llx\n", static_cast<unsigned long long>(r->digest_all));
-  auto proc = sample_process();
-  uint64_t peak = proc.ok() ? proc->peak_rss_bytes : 0;
-  Verdict v = verdict_of(*r);
-  if (!c.quiet) print_summary(c, *r, v, peak);
-  double ips = r->seconds > 0 ? r->images / r->seconds : 0;
-  std::optional<ReferenceResult> full, floor;
-  if (c.ceiling) {
-    uint64_t n = std::max<uint64_t>(r->images, 256);
-    auto a = measure_decode_reference(c.p, DecodeReference::kFullDecode, n, r->stats.workers);
-    auto b = measure_decode_reference(c.p, DecodeReference::kPlanFloor, n, r->stats.workers);
-    if (!a.ok()) return report_error("bench", a.status());
-    if (!b.ok()) return report_error("bench", b.status());
-    full = *a;
-    floor = *b;
-    std::printf(
-        "ceiling: libjpeg-turbo decoding every pixel of %llu of these images on %d threads: %.0f "
-        "images/s "
-        "(sluice %.2fx)\n",
-        static_cast<unsigned long long>(a->images), r->stats.workers, a->images_per_second,
-        a->images_per_second > 0 ? ips / a->images_per_second : 0);
-    std::printf(
-        "plan floor: only the decode calls sluice's plan makes: %.0f images/s (sluice's overhead "
-        "above it: "
-        "%.1f %%)\n",
-        b->images_per_second, ips > 0 ? 100 * (b->images_per_second / ips - 1) : 0);
-  }
-  if (tb) {
-    log_figures(tb.get(), jsonl.get(), static_cast<int64_t>(r->batches),
-                {{"images_per_second_total", ips}})
-        .ignore();
-    tb->close().ignore();
-  }
-  if (!c.trace_file.empty()) {
-    if (Status st = write_trace(c.trace_file, r->spans, r->stats.workers); !st.ok())
-      return report_error("bench", st);
-  }
-  if (!c.state_out.empty()) {
-    if (Status st = detail::write_file_atomic(c.state_out, format_pipeline_state(r->state));
-        !st.ok())
-      return report_error("bench", st);
-  }
-  json summary = summary_json(c, *r, v, peak, full, floor);
-  if (!c.json_file.empty()) {
-    if (Status st = detail::write_file_atomic(c.json_file, summary.dump(2) + "\n"); !st.ok())
-      return report_error("bench", st);
-  }
-  if (!c.report_file.empty()) {
-    if (Status st = write_report(c, summary, *recorder, gpu.get(), gpu_note, ablation); !st.ok())
-      return report_error("bench", st);
-    if (!c.quiet) std::printf("report: %s\n", c.report_file.c_str());
-  }
-  return kExitOk;
+  Status s = bench(c, ablation);
+  return s.ok() ? kExitOk : report_error("bench", s);
 }
 
 }  // namespace
