@@ -337,18 +337,18 @@ void remove_dead_temporaries(const std::string& dir, const std::string& split) {
 
 }  // namespace
 
-Result<ConvertReport> convert_images(const std::string& src, const std::string& out_dir,
-                                     const ConvertOptions& options) {
-  SLUICE_RETURN_IF_ERROR(validate(options));
-  auto t0 = Clock::now();
-  std::error_code ec;
-  DatasetManifest manifest;
-  bool have_manifest = fs::exists(fs::path(out_dir) / kManifestName, ec);
-  if (have_manifest) {
-    SLUICE_ASSIGN_OR_RETURN(manifest, read_manifest(out_dir));
-  }
-  std::vector<std::string> classes = !options.classes.empty() ? options.classes : manifest.classes;
+namespace {
 
+// The images to convert, and the dataset's manifest when the folder has
+// one already (another split: the classes must match).
+Result<SourceList> open_source(const std::string& src, const std::string& out_dir,
+                               const ConvertOptions& options, DatasetManifest* manifest) {
+  std::error_code ec;
+  const bool have_manifest = fs::exists(fs::path(out_dir) / kManifestName, ec);
+  if (have_manifest) {
+    SLUICE_ASSIGN_OR_RETURN(*manifest, read_manifest(out_dir));
+  }
+  std::vector<std::string> classes = !options.classes.empty() ? options.classes : manifest->classes;
   SourceList source;
   if (!fs::exists(src, ec)) return not_found_error(src + ": no such file or folder");
   if (fs::is_directory(src, ec)) {
@@ -356,72 +356,90 @@ Result<ConvertReport> convert_images(const std::string& src, const std::string& 
   } else {
     SLUICE_ASSIGN_OR_RETURN(source, read_list_file(src, classes));
   }
-  if (have_manifest && !manifest.classes.empty() && source.classes != manifest.classes) {
+  if (have_manifest && !manifest->classes.empty() && source.classes != manifest->classes) {
     return invalid_argument_error(fmt::format("{}: its class list differs from the one in {}/{}",
                                               src, out_dir, kManifestName));
   }
+  return source;
+}
+
+// Workers prepare the images in parallel; this thread writes them to the
+// shards in input order, skipping (or failing on) bad ones per on_error.
+Status write_records(const SourceList& source, const std::vector<size_t>& order,
+                     const ConvertOptions& options, Clock::time_point t0, ShardSet* shards,
+                     ConvertReport* report) {
+  const size_t n = order.size();
+  const size_t workers = options.workers > 0 ? static_cast<size_t>(options.workers)
+                                             : std::max(1u, std::thread::hardware_concurrency());
+  ReorderBuffer buffer(n, 4 * workers + 8);
+  Status failure;
+  std::vector<std::jthread> pool;
+  for (size_t w = 0; w < workers; ++w) {
+    pool.emplace_back([&](std::stop_token st) {
+      while (auto k = buffer.claim(st)) {
+        buffer.put(*k, prepare(source.items[order[*k]], source.classes, options));
+      }
+    });
+  }
+  ConvertProgress progress;
+  progress.total = n;
+  auto last_report = Clock::now();
+  for (size_t k = 0; k < n; ++k) {
+    Prepared p = buffer.take(k);
+    report->bytes_in += p.bytes_in;
+    if (!p.status.ok()) {
+      const std::string& file = source.items[order[k]].path;
+      std::string reason(p.status.message());
+      if (options.on_error == ErrorPolicy::kFail) {
+        failure = p.status;
+        break;
+      }
+      if (options.on_error == ErrorPolicy::kWarn && options.warn) options.warn(file, reason);
+      report->skipped.emplace_back(file, reason);
+    } else {
+      report->resized += p.resized;
+      report->rewritten += p.rewritten;
+      failure = shards->write(k, n, p.record);
+      if (!failure.ok()) break;
+      ++report->written;
+    }
+    progress.done = k + 1;
+    progress.written = report->written;
+    progress.skipped = report->skipped.size();
+    progress.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (options.progress &&
+        (k + 1 == n || Clock::now() - last_report > std::chrono::milliseconds(100))) {
+      last_report = Clock::now();
+      options.progress(progress);
+    }
+  }
+  // Shutdown order: request stop, then the jthreads join as `pool` dies,
+  // before `buffer` (declared earlier) is destroyed.
+  for (auto& t : pool) t.request_stop();
+  return failure;
+}
+
+}  // namespace
+
+Result<ConvertReport> convert_images(const std::string& src, const std::string& out_dir,
+                                     const ConvertOptions& options) {
+  SLUICE_RETURN_IF_ERROR(validate(options));
+  auto t0 = Clock::now();
+  DatasetManifest manifest;
+  SLUICE_ASSIGN_OR_RETURN(SourceList source, open_source(src, out_dir, options, &manifest));
+  std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec) return errno_error(out_dir, "cannot create folder", ec.value());
   remove_dead_temporaries(out_dir, options.split);
 
-  const size_t n = source.items.size();
-  std::vector<size_t> order = input_order(n, options.shuffle, options.seed);
-  size_t workers = options.workers > 0 ? static_cast<size_t>(options.workers)
-                                       : std::max(1u, std::thread::hardware_concurrency());
-  ReorderBuffer buffer(n, 4 * workers + 8);
   ConvertReport report;
   report.classes = source.classes;
   report.ignored = source.ignored;
-  report.images = n;
-
+  report.images = source.items.size();
   ShardSet shards(out_dir, options.split, options);
-  Status failure;
-  {
-    std::vector<std::jthread> pool;
-    for (size_t w = 0; w < workers; ++w) {
-      pool.emplace_back([&](std::stop_token st) {
-        while (auto k = buffer.claim(st)) {
-          buffer.put(*k, prepare(source.items[order[*k]], source.classes, options));
-        }
-      });
-    }
-    ConvertProgress progress;
-    progress.total = n;
-    auto last_report = Clock::now();
-    for (size_t k = 0; k < n; ++k) {
-      Prepared p = buffer.take(k);
-      report.bytes_in += p.bytes_in;
-      if (!p.status.ok()) {
-        const std::string& file = source.items[order[k]].path;
-        std::string reason(p.status.message());
-        if (options.on_error == ErrorPolicy::kFail) {
-          failure = p.status;
-          break;
-        }
-        if (options.on_error == ErrorPolicy::kWarn && options.warn) options.warn(file, reason);
-        report.skipped.emplace_back(file, reason);
-      } else {
-        report.resized += p.resized;
-        report.rewritten += p.rewritten;
-        failure = shards.write(k, n, p.record);
-        if (!failure.ok()) break;
-        ++report.written;
-      }
-      progress.done = k + 1;
-      progress.written = report.written;
-      progress.skipped = report.skipped.size();
-      progress.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-      if (options.progress &&
-          (k + 1 == n || Clock::now() - last_report > std::chrono::milliseconds(100))) {
-        last_report = Clock::now();
-        options.progress(progress);
-      }
-    }
-    // Shutdown order: request stop, then the jthreads join as `pool` dies,
-    // before `buffer` (declared earlier) is destroyed.
-    for (auto& t : pool) t.request_stop();
-  }
-  if (!failure.ok()) return failure;
+  SLUICE_RETURN_IF_ERROR(
+      write_records(source, input_order(source.items.size(), options.shuffle, options.seed),
+                    options, t0, &shards, &report));
   if (report.written == 0) {
     return data_loss_error(src + ": no image could be converted (" +
                            std::to_string(report.skipped.size()) + " bad files)");
