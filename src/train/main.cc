@@ -368,6 +368,134 @@ int run_extract(ExtractCli& c) {
   return kExitOk;
 }
 
+// The recipe: model, epochs, optimiser, schedule, precision.
+void add_recipe_options(CLI::App* cmd, TrainCli* t) {
+  TrainOptions& o = t->o;
+  cmd->add_option("--model", o.model, "seed-cnn | resnet18 | resnet50")->capture_default_str();
+  cmd->add_option("--epochs", o.epochs, "Epochs")->capture_default_str();
+  cmd->add_option("--lr", o.lr, "Peak learning rate")->capture_default_str();
+  cmd->add_option("--optimizer", o.optimizer, "sgd | adam | adamw")->capture_default_str();
+  cmd->add_option("--momentum", o.momentum, "SGD momentum")->capture_default_str();
+  cmd->add_option("--weight-decay", o.weight_decay, "Weight decay")->capture_default_str();
+  cmd->add_option("--schedule", o.schedule, "cosine | step | constant")->capture_default_str();
+  cmd->add_option("--warmup", o.warmup_epochs, "Linear warm-up, in epochs")->capture_default_str();
+  cmd->add_option("--step-size", o.step_size, "Schedule step: epochs between decays")
+      ->capture_default_str();
+  cmd->add_option("--step-gamma", o.step_gamma, "Schedule step: the decay factor")
+      ->capture_default_str();
+  cmd->add_option("--amp", t->amp, "Mixed precision: off | bf16 | fp16 (fp16: CUDA)")
+      ->capture_default_str();
+}
+
+// Where it runs, what it writes, when it stops.
+void add_run_options(CLI::App* cmd, TrainCli* t) {
+  TrainOptions& o = t->o;
+  cmd->add_option("--device", o.device, "cpu | cuda | cuda:N")->capture_default_str();
+  cmd->add_option("--gpus", t->gpus, "Start one rank per GPU on this machine (NCCL)");
+  cmd->add_option("--procs", t->procs, "Start N ranks on this machine (Gloo on CPUs)");
+  cmd->add_option("--val", t->val, "Held-out data (default: the dataset's val split)");
+  cmd->add_flag("--no-val", t->no_val, "No held-out data, not even the dataset's val split");
+  cmd->add_option("--summary", t->summary_file,
+                  "Write the run's figures as JSON at the end: images/s, epoch time, data "
+                  "wait share, CPU cores and GPU busy (rank 0; what --ablation reads)");
+  cmd->add_option("--logdir", o.logdir, "TensorBoard scalars here (rank 0)");
+  cmd->add_option("--checkpoint-dir", o.checkpoint_dir, "Write last.pt here every epoch (rank 0)");
+  cmd->add_option("--status", o.status_file, "Keep a live status file for `sluice top` (rank 0)");
+  cmd->add_option("--checkpoint-every", o.checkpoint_every, "Also every N steps");
+  cmd->add_flag("--resume", o.resume, "Continue from --checkpoint-dir's last.pt");
+  cmd->add_option("--max-steps", o.max_steps, "Stop after N steps in all, with a checkpoint");
+  cmd->add_option("--threads", o.threads, "LibTorch's threads (default: its own)");
+  cmd->add_option("--log-every", o.log_every, "Steps between progress lines")
+      ->capture_default_str();
+}
+
+// How a step is taken and from which weights; the data's last batch;
+// --synthetic and --quiet. (After add_run_options: --help keeps its order.)
+void add_step_options(CLI::App* cmd, TrainCli* t) {
+  TrainOptions& o = t->o;
+  cmd->add_option("--label-smoothing", o.label_smoothing, "Cross-entropy label smoothing")
+      ->capture_default_str();
+  cmd->add_flag("--nesterov", o.nesterov, "Nesterov momentum (SGD)");
+  cmd->add_option("--clip-grad-norm", o.clip_grad_norm,
+                  "Clip the gradients' global norm (0: no clipping)")
+      ->capture_default_str();
+  cmd->add_flag("--decay-all", o.decay_all,
+                "Weight decay on biases and BatchNorm too (default: weights only)");
+  cmd->add_option("--init-from", o.init_from,
+                  "Start from another checkpoint's weights (fine-tuning; a head for other "
+                  "classes starts fresh)");
+  cmd->add_option("--bucket-mb", o.bucket_mb,
+                  "All-reduce gradients in buckets of about this many MB")
+      ->capture_default_str();
+  cmd->add_flag("--synthetic", o.synthetic_data,
+                "Train on one random batch made on the device (the compute-only ceiling)");
+  cmd->add_flag("--pad", t->pad, "Keep the last partial batch (pad the epoch)");
+  cmd->add_flag("-q,--quiet", o.quiet, "Only errors");
+}
+
+// The ladder's options: `sluice train --ablation` runs it, not sluice-train.
+void add_ladder_options(CLI::App* cmd, TrainCli* t) {
+  CLI::Option_group* ladder = cmd->add_option_group(
+      "Ablation ladder",
+      "`sluice train DATA --ablation`: the ladder of the original team, one fresh process per "
+      "rung, each for --epochs (default 1) or --max-steps: (1) raw image files, one worker, no "
+      "prefetch, fp32; (2) shards, parallel decode, prefetch; (3) + bf16; (4) + every local GPU; "
+      "(5) + GPU decode. Prints epoch time, images/s, speed-up, GPU busy, CPU busy and data wait "
+      "per rung; rungs this machine cannot run are skipped with the reason. Other options pass "
+      "through to every rung; --amp, --workers, --prefetch, --procs, --gpu-decode and "
+      "--gpu-augment are the ladder's");
+  ladder->add_flag("--ablation", t->ablation, "Run the ladder");
+  ladder->add_option("--raw", t->raw,
+                     "Image folder for rung 1 (default: dataset.json's source for the split)");
+  ladder->add_option("--json", t->json_file, "Write the rows, with each rung's summary, as JSON");
+  ladder->add_option("--report", t->report_file, "Write the ladder as a self-contained HTML page");
+}
+
+CLI::App* register_train(CLI::App& app, int* exit_code, char** argv) {
+  auto t = std::make_shared<TrainCli>();
+  CLI::App* cmd = app.add_subcommand("train", "Train an image classifier on a dataset");
+  cmd->add_option("data", t->data, "Dataset folder, record files, or an ImageFolder tree")
+      ->required();
+  add_pipeline_options(cmd, &t->values, train_defaults());
+  add_recipe_options(cmd, t.get());
+  add_run_options(cmd, t.get());
+  add_step_options(cmd, t.get());
+  add_ladder_options(cmd, t.get());
+  cmd->callback([t, exit_code, argv] { *exit_code = run_train(*t, argv); });
+  return cmd;
+}
+
+void register_extract(CLI::App& app, int* exit_code) {
+  auto e = std::make_shared<ExtractCli>();
+  CLI::App* cmd =
+      app.add_subcommand("extract", "Write a trained model's features for every sample");
+  cmd->add_option("data", e->data, "Dataset folder, record files, or an ImageFolder tree")
+      ->required();
+  add_pipeline_options(cmd, &e->values, train_defaults());
+  cmd->add_option("--weights", e->o.weights, "A checkpoint from sluice train")->required();
+  cmd->add_option("--out", e->o.out, "FEATURES.npy (+ .labels.npy, .keys.npy)")->required();
+  cmd->add_option("--layer", e->o.layer, "Layer (default: the penultimate)");
+  cmd->add_option("--features", e->dtype, "float32 | float16")->capture_default_str();
+  cmd->add_option("--amp", e->amp, "off | bf16 | fp16")->capture_default_str();
+  cmd->add_option("--device", e->o.device, "cpu | cuda | cuda:N")->capture_default_str();
+  cmd->add_option("--threads", e->o.threads, "LibTorch's threads");
+  cmd->add_flag("-q,--quiet", e->o.quiet, "Only errors");
+  cmd->callback([e, exit_code] { *exit_code = run_extract(*e); });
+}
+
+// `sluice-train train --list-options`: each option of train and what it
+// takes ("flag", "value" or "values"), so that `sluice train --ablation`
+// tells DATA from an option's value by this table instead of a copy.
+void list_options(const CLI::App* cmd) {
+  for (const CLI::Option* opt : cmd->get_options()) {
+    if (!opt->nonpositional()) continue;
+    const int most = opt->get_expected_max();
+    const char* takes = most == 0 ? "flag" : most == 1 ? "value" : "values";
+    for (const std::string& name : opt->get_lnames()) std::printf("--%s %s\n", name.c_str(), takes);
+    for (const std::string& name : opt->get_snames()) std::printf("-%s %s\n", name.c_str(), takes);
+  }
+}
+
 }  // namespace
 }  // namespace sluice
 
@@ -384,115 +512,11 @@ int main(int argc, char** argv) {
                        }));
   app.require_subcommand(1);
   int exit_code = kExitOk;
-
-  auto t = std::make_shared<TrainCli>();
-  CLI::App* train_cmd = app.add_subcommand("train", "Train an image classifier on a dataset");
-  train_cmd->add_option("data", t->data, "Dataset folder, record files, or an ImageFolder tree")
-      ->required();
-  add_pipeline_options(train_cmd, &t->values, train_defaults());
-  TrainOptions& o = t->o;
-  train_cmd->add_option("--model", o.model, "seed-cnn | resnet18 | resnet50")
-      ->capture_default_str();
-  train_cmd->add_option("--epochs", o.epochs, "Epochs")->capture_default_str();
-  train_cmd->add_option("--lr", o.lr, "Peak learning rate")->capture_default_str();
-  train_cmd->add_option("--optimizer", o.optimizer, "sgd | adam | adamw")->capture_default_str();
-  train_cmd->add_option("--momentum", o.momentum, "SGD momentum")->capture_default_str();
-  train_cmd->add_option("--weight-decay", o.weight_decay, "Weight decay")->capture_default_str();
-  train_cmd->add_option("--schedule", o.schedule, "cosine | step | constant")
-      ->capture_default_str();
-  train_cmd->add_option("--warmup", o.warmup_epochs, "Linear warm-up, in epochs")
-      ->capture_default_str();
-  train_cmd->add_option("--step-size", o.step_size, "Schedule step: epochs between decays")
-      ->capture_default_str();
-  train_cmd->add_option("--step-gamma", o.step_gamma, "Schedule step: the decay factor")
-      ->capture_default_str();
-  train_cmd->add_option("--amp", t->amp, "Mixed precision: off | bf16 | fp16 (fp16: CUDA)")
-      ->capture_default_str();
-  train_cmd->add_option("--device", o.device, "cpu | cuda | cuda:N")->capture_default_str();
-  train_cmd->add_option("--gpus", t->gpus, "Start one rank per GPU on this machine (NCCL)");
-  train_cmd->add_option("--procs", t->procs, "Start N ranks on this machine (Gloo on CPUs)");
-  train_cmd->add_option("--val", t->val, "Held-out data (default: the dataset's val split)");
-  train_cmd->add_flag("--no-val", t->no_val, "No held-out data, not even the dataset's val split");
-  train_cmd->add_option("--summary", t->summary_file,
-                        "Write the run's figures as JSON at the end: images/s, epoch time, data "
-                        "wait share, CPU cores and GPU busy (rank 0; what --ablation reads)");
-  train_cmd->add_option("--logdir", o.logdir, "TensorBoard scalars here (rank 0)");
-  train_cmd->add_option("--checkpoint-dir", o.checkpoint_dir,
-                        "Write last.pt here every epoch (rank 0)");
-  train_cmd->add_option("--status", o.status_file,
-                        "Keep a live status file for `sluice top` (rank 0)");
-  train_cmd->add_option("--checkpoint-every", o.checkpoint_every, "Also every N steps");
-  train_cmd->add_flag("--resume", o.resume, "Continue from --checkpoint-dir's last.pt");
-  train_cmd->add_option("--max-steps", o.max_steps, "Stop after N steps in all, with a checkpoint");
-  train_cmd->add_option("--threads", o.threads, "LibTorch's threads (default: its own)");
-  train_cmd->add_option("--log-every", o.log_every, "Steps between progress lines")
-      ->capture_default_str();
-  train_cmd->add_option("--label-smoothing", o.label_smoothing, "Cross-entropy label smoothing")
-      ->capture_default_str();
-  train_cmd->add_flag("--nesterov", o.nesterov, "Nesterov momentum (SGD)");
-  train_cmd
-      ->add_option("--clip-grad-norm", o.clip_grad_norm,
-                   "Clip the gradients' global norm (0: no clipping)")
-      ->capture_default_str();
-  train_cmd->add_flag("--decay-all", o.decay_all,
-                      "Weight decay on biases and BatchNorm too (default: weights only)");
-  train_cmd->add_option("--init-from", o.init_from,
-                        "Start from another checkpoint's weights (fine-tuning; a head for other "
-                        "classes starts fresh)");
-  train_cmd
-      ->add_option("--bucket-mb", o.bucket_mb,
-                   "All-reduce gradients in buckets of about this many MB")
-      ->capture_default_str();
-  train_cmd->add_flag("--synthetic", o.synthetic_data,
-                      "Train on one random batch made on the device (the compute-only ceiling)");
-  train_cmd->add_flag("--pad", t->pad, "Keep the last partial batch (pad the epoch)");
-  train_cmd->add_flag("-q,--quiet", o.quiet, "Only errors");
-  CLI::Option_group* ladder = train_cmd->add_option_group(
-      "Ablation ladder",
-      "`sluice train DATA --ablation`: the ladder of the original team, one fresh process per "
-      "rung, each for --epochs (default 1) or --max-steps: (1) raw image files, one worker, no "
-      "prefetch, fp32; (2) shards, parallel decode, prefetch; (3) + bf16; (4) + every local GPU; "
-      "(5) + GPU decode. Prints epoch time, images/s, speed-up, GPU busy, CPU busy and data wait "
-      "per rung; rungs this machine cannot run are skipped with the reason. Other options pass "
-      "through to every rung; --amp, --workers, --prefetch, --procs, --gpu-decode and "
-      "--gpu-augment are the ladder's");
-  ladder->add_flag("--ablation", t->ablation, "Run the ladder");
-  ladder->add_option("--raw", t->raw,
-                     "Image folder for rung 1 (default: dataset.json's source for the split)");
-  ladder->add_option("--json", t->json_file, "Write the rows, with each rung's summary, as JSON");
-  ladder->add_option("--report", t->report_file, "Write the ladder as a self-contained HTML page");
-  train_cmd->callback([t, &exit_code, argv] { exit_code = run_train(*t, argv); });
-
-  auto e = std::make_shared<ExtractCli>();
-  CLI::App* extract_cmd =
-      app.add_subcommand("extract", "Write a trained model's features for every sample");
-  extract_cmd->add_option("data", e->data, "Dataset folder, record files, or an ImageFolder tree")
-      ->required();
-  add_pipeline_options(extract_cmd, &e->values, train_defaults());
-  extract_cmd->add_option("--weights", e->o.weights, "A checkpoint from sluice train")->required();
-  extract_cmd->add_option("--out", e->o.out, "FEATURES.npy (+ .labels.npy, .keys.npy)")->required();
-  extract_cmd->add_option("--layer", e->o.layer, "Layer (default: the penultimate)");
-  extract_cmd->add_option("--features", e->dtype, "float32 | float16")->capture_default_str();
-  extract_cmd->add_option("--amp", e->amp, "off | bf16 | fp16")->capture_default_str();
-  extract_cmd->add_option("--device", e->o.device, "cpu | cuda | cuda:N")->capture_default_str();
-  extract_cmd->add_option("--threads", e->o.threads, "LibTorch's threads");
-  extract_cmd->add_flag("-q,--quiet", e->o.quiet, "Only errors");
-  extract_cmd->callback([e, &exit_code] { exit_code = run_extract(*e); });
-
-  // `sluice-train train --list-options`: each option of train and what it
-  // takes ("flag", "value" or "values"), so that `sluice train --ablation`
-  // tells DATA from an option's value by this table instead of a copy.
+  CLI::App* train_cmd = register_train(app, &exit_code, argv);
+  register_extract(app, &exit_code);
   if (argc == 3 && std::string_view(argv[1]) == "train" &&
       std::string_view(argv[2]) == "--list-options") {
-    for (const CLI::Option* opt : train_cmd->get_options()) {
-      if (!opt->nonpositional()) continue;
-      const int most = opt->get_expected_max();
-      const char* takes = most == 0 ? "flag" : most == 1 ? "value" : "values";
-      for (const std::string& name : opt->get_lnames())
-        std::printf("--%s %s\n", name.c_str(), takes);
-      for (const std::string& name : opt->get_snames())
-        std::printf("-%s %s\n", name.c_str(), takes);
-    }
+    list_options(train_cmd);
     return 0;
   }
   try {
