@@ -108,6 +108,40 @@ const std::set<std::string>& ladder_options() {
   return s;
 }
 
+// An option of the ladder's with its value: the ladder's own, those it
+// reads (and passes on or splits per rung), and the rest passed to every rung.
+Status take_value(const std::string& a, const std::string& value, LadderCli* c) {
+  if (a == "--raw") {
+    c->raw = value;
+  } else if (a == "--json") {
+    c->json_file = value;
+  } else if (a == "--report") {
+    c->report_file = value;
+  } else if (a == "--device") {
+    c->device = value;
+  } else if (a == "--logdir") {
+    c->logdir = value;
+  } else if (a == "--checkpoint-dir") {
+    c->checkpoint_dir = value;
+  } else if (a == "--gpus") {
+    char* end = nullptr;
+    long n = std::strtol(value.c_str(), &end, 10);
+    if (value.empty() || *end != '\0' || n < 1 || n > 256)
+      return invalid_argument_error("--gpus: expected a number within 1..256, got '" + value + "'");
+    c->gpus = static_cast<int>(n);
+  } else {
+    if (a == "--split") c->split = value;
+    if (a == "--epochs" || a == "--max-steps") {
+      c->work_given = true;
+      c->work += (c->work.empty() ? "" : ", ") +
+                 (a == "--epochs" ? value + " epoch(s)" : value + " steps at most");
+    }
+    c->pass.push_back(a);
+    c->pass.push_back(value);
+  }
+  return Status();
+}
+
 Status parse(const std::vector<std::string>& args, const std::map<std::string, std::string>& known,
              LadderCli* c) {
   for (size_t i = 0; i < args.size(); ++i) {
@@ -144,35 +178,7 @@ Status parse(const std::vector<std::string>& args, const std::map<std::string, s
       if (i + 1 >= args.size()) return invalid_argument_error(a + ": needs a value");
       value = args[++i];
     }
-    if (a == "--raw") {
-      c->raw = value;
-    } else if (a == "--json") {
-      c->json_file = value;
-    } else if (a == "--report") {
-      c->report_file = value;
-    } else if (a == "--device") {
-      c->device = value;
-    } else if (a == "--logdir") {
-      c->logdir = value;
-    } else if (a == "--checkpoint-dir") {
-      c->checkpoint_dir = value;
-    } else if (a == "--gpus") {
-      char* end = nullptr;
-      long n = std::strtol(value.c_str(), &end, 10);
-      if (value.empty() || *end != '\0' || n < 1 || n > 256)
-        return invalid_argument_error("--gpus: expected a number within 1..256, got '" + value +
-                                      "'");
-      c->gpus = static_cast<int>(n);
-    } else {
-      if (a == "--split") c->split = value;
-      if (a == "--epochs" || a == "--max-steps") {
-        c->work_given = true;
-        c->work += (c->work.empty() ? "" : ", ") +
-                   (a == "--epochs" ? value + " epoch(s)" : value + " steps at most");
-      }
-      c->pass.push_back(a);
-      c->pass.push_back(value);
-    }
+    SLUICE_RETURN_IF_ERROR(take_value(a, value, c));
   }
   if (c->data.empty()) return invalid_argument_error("--ablation: give DATA");
   if (!c->work_given) c->work = "1 epoch";
@@ -438,6 +444,91 @@ int usage(const Status& s) {
 
 }  // namespace
 
+namespace {
+
+// What the ladder found out about this machine before the first rung.
+struct Ladder {
+  std::string trainer;
+  DoctorReport doctor;
+  int gpus = 0;
+  std::string device;
+  LadderSources src;
+  std::vector<Rung> rungs;
+  int cores = 1;
+  std::string setting;  // "1 epoch per rung, on cuda (16 cores)"
+};
+
+Ladder plan_ladder(const LadderCli& c) {
+  Ladder l;
+  l.trainer = find_trainer();
+  DoctorOptions dopt;
+  dopt.trainer = l.trainer;
+  l.doctor = run_doctor(dopt);
+  l.gpus = c.gpus > 0 ? c.gpus : visible_gpus(l.doctor);
+  l.device = !c.device.empty() ? c.device : visible_gpus(l.doctor) > 0 ? "cuda" : "cpu";
+  l.src = find_ladder_sources(c.data, c.split, c.raw);
+  l.rungs = plan_rungs(c, l.src, l.device, l.gpus, l.doctor);
+  l.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  l.setting = fmt::format("{} per rung, on {} ({} cores)", c.work, l.device, l.cores);
+  return l;
+}
+
+// One rung's command line: the passed options, its own, its folders, and
+// the summary it writes for the ladder.
+std::vector<std::string> rung_args(const LadderCli& c, const Ladder& l, const Rung& g,
+                                   const std::string& summary_path) {
+  std::vector<std::string> a = {l.trainer, "train", g.data};
+  a.insert(a.end(), c.pass.begin(), c.pass.end());
+  if (!c.work_given) a.insert(a.end(), {"--epochs", "1"});
+  a.insert(a.end(), g.flags.begin(), g.flags.end());
+  add_per_rung_folders(c, g.number, &a);
+  a.insert(a.end(), {"--no-val", "--summary", summary_path});
+  return a;
+}
+
+// Runs rung g (unless it is skipped or the ladder was interrupted) into
+// its row and summary; *rc becomes 130 on Ctrl-C, 2 on a usage error (the
+// same arguments would fail every rung), 1 on another failure.
+AblationRow run_rung(const Rung& g, const std::vector<std::string>& args,
+                     const std::string& summary_path, int cores, json* summary, int* rc) {
+  AblationRow row;
+  row.rung = fmt::format("{} {}", g.number, g.name);
+  if (!g.skipped.empty() || *rc == 130) {
+    row.skipped = *rc == 130 ? "interrupted" : g.skipped;
+    return row;
+  }
+  ChildResult r = run_child(args, fmt::format("[rung {}] ", g.number));
+  auto text = detail::read_file(summary_path, 1 << 20);
+  if (text.ok()) *summary = json::parse(*text, nullptr, false);
+  if (r.code == 0 && text.ok() && summary->is_object()) return row_from(g, *summary, cores);
+  if (r.code == 130) {
+    row.skipped = "interrupted";
+    *rc = 130;
+    return row;
+  }
+  row.skipped =
+      fmt::format("failed (exit {}): {}", r.code, r.error.empty() ? "no summary written" : r.error);
+  if (r.code == kExitUsage) *rc = kExitUsage;
+  if (*rc == kExitOk) *rc = kExitFailure;
+  return row;
+}
+
+Status write_ladder_json(const LadderCli& c, const Ladder& l, const json& rows) {
+  json doc = {{"format", "sluice train ablation 1"},
+              {"data", c.data},
+              {"raw", l.src.raw},
+              {"device", l.device},
+              {"gpus", l.gpus},
+              {"cores", l.cores},
+              {"work", c.work},
+              {"command_line", joined_command_line()},
+              {"rungs", rows}};
+  return detail::write_file_atomic(c.json_file,
+                                   doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+}
+
+}  // namespace
+
 int run_train_ablation(const std::vector<std::string>& args) {
   LadderCli c;
   auto known = trainer_options(find_trainer());
@@ -448,24 +539,13 @@ int run_train_ablation(const std::vector<std::string>& args) {
     if (path.empty()) continue;
     if (Status s = check_report_path(path, flag); !s.ok()) return report_error("train", s);
   }
-  std::string trainer = find_trainer();
-  DoctorOptions dopt;
-  dopt.trainer = trainer;
-  DoctorReport doctor = run_doctor(dopt);
-  int gpus = c.gpus > 0 ? c.gpus : visible_gpus(doctor);
-  std::string device = !c.device.empty() ? c.device : visible_gpus(doctor) > 0 ? "cuda" : "cpu";
-  LadderSources src = find_ladder_sources(c.data, c.split, c.raw);
-  std::vector<Rung> rungs = plan_rungs(c, src, device, gpus, doctor);
-  int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-
+  const Ladder l = plan_ladder(c);
   std::error_code ec;
   fs::path tmp = fs::temp_directory_path(ec) / fmt::format("sluice-ablation-{}", ::getpid());
   fs::create_directories(tmp, ec);
   if (ec) return report_error("train", errno_error(tmp.string(), "cannot create", ec.value()));
 
-  std::string setting = fmt::format("{} per rung, on {} ({} cores)", c.work, device, cores);
-  std::string heading = "ablation: " + setting + ", each rung a fresh sluice-train";
-  std::printf("%s\n", heading.c_str());
+  std::printf("ablation: %s, each rung a fresh sluice-train\n", l.setting.c_str());
   std::printf(kRowFormat, "rung", "epoch time", "images/s", "speed-up", "GPU busy", "CPU busy",
               "data wait");
   std::fflush(stdout);
@@ -473,37 +553,12 @@ int run_train_ablation(const std::vector<std::string>& args) {
   json rows_json = json::array();
   double base = 0;
   int rc = kExitOk;
-  for (const Rung& g : rungs) {
-    std::vector<std::string> a = {trainer, "train", g.data};
-    a.insert(a.end(), c.pass.begin(), c.pass.end());
-    if (!c.work_given) a.insert(a.end(), {"--epochs", "1"});
-    a.insert(a.end(), g.flags.begin(), g.flags.end());
-    add_per_rung_folders(c, g.number, &a);
+  for (const Rung& g : l.rungs) {
     std::string summary_path = (tmp / fmt::format("rung-{}.json", g.number)).string();
-    a.insert(a.end(), {"--no-val", "--summary", summary_path});
-    AblationRow row;
-    row.rung = fmt::format("{} {}", g.number, g.name);
+    std::vector<std::string> a = rung_args(c, l, g, summary_path);
     json summary;
-    if (!g.skipped.empty() || rc == 130) {
-      row.skipped = rc == 130 ? "interrupted" : g.skipped;
-    } else {
-      ChildResult r = run_child(a, fmt::format("[rung {}] ", g.number));
-      auto text = detail::read_file(summary_path, 1 << 20);
-      if (text.ok()) summary = json::parse(*text, nullptr, false);
-      if (r.code == 0 && text.ok() && summary.is_object()) {
-        row = row_from(g, summary, cores);
-        if (base == 0) base = row.images_per_second;
-      } else if (r.code == 130) {
-        row.skipped = "interrupted";
-        rc = 130;
-      } else {
-        row.skipped = fmt::format("failed (exit {}): {}", r.code,
-                                  r.error.empty() ? "no summary written" : r.error);
-        // The same arguments would fail every rung the same way.
-        if (r.code == kExitUsage) rc = kExitUsage;
-        if (rc == kExitOk) rc = kExitFailure;
-      }
-    }
+    AblationRow row = run_rung(g, a, summary_path, l.cores, &summary, &rc);
+    if (row.skipped.empty() && base == 0) base = row.images_per_second;
     rows.push_back(row);
     rows_json.push_back(row_json(g, row, a, summary, base));
     print_row(row, base);
@@ -517,23 +572,12 @@ int run_train_ablation(const std::vector<std::string>& args) {
       "NVML's mean utilisation of the GPUs used; CPU busy is the trainer's CPU time over wall "
       "time, as a share of the machine's cores; data wait is the share of step time spent "
       "waiting for batches.",
-      setting);
+      l.setting);
   if (!c.json_file.empty()) {
-    json doc = {{"format", "sluice train ablation 1"},
-                {"data", c.data},
-                {"raw", src.raw},
-                {"device", device},
-                {"gpus", gpus},
-                {"cores", cores},
-                {"work", c.work},
-                {"command_line", joined_command_line()},
-                {"rungs", rows_json}};
-    Status s = detail::write_file_atomic(
-        c.json_file, doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
-    if (!s.ok()) return report_error("train", s);
+    if (Status s = write_ladder_json(c, l, rows_json); !s.ok()) return report_error("train", s);
   }
   if (!c.report_file.empty()) {
-    if (Status s = write_ladder_report(c, doctor, rows, note); !s.ok())
+    if (Status s = write_ladder_report(c, l.doctor, rows, note); !s.ok())
       return report_error("train", s);
     std::printf("report: %s\n", c.report_file.c_str());
   }
