@@ -38,6 +38,7 @@ struct RandomResizedCropParams {
   double scale_min = 0.08, scale_max = 1.0;             // share of the source area
   double ratio_min = 3.0 / 4.0, ratio_max = 4.0 / 3.0;  // width / height
   int attempts = 10;                                    // then the centre fallback
+  friend bool operator==(const RandomResizedCropParams&, const RandomResizedCropParams&) = default;
 };
 
 // torchvision.transforms.RandomResizedCrop.get_params, exactly: up to
@@ -137,6 +138,7 @@ struct SampleSpec {
   // Ignored for kUint8, which stores the resized pixels unchanged.
   float mean[3] = {0.485f, 0.456f, 0.406f};
   float std[3] = {0.229f, 0.224f, 0.225f};
+  friend bool operator==(const SampleSpec&, const SampleSpec&) = default;
 };
 
 // Bytes one sample occupies: width * height * 3 * dtype_size.

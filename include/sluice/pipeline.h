@@ -137,6 +137,8 @@ struct PipelineOptions {
   // clock reads a sample; the oldest spans beyond trace_limit are dropped.
   bool trace = false;
   size_t trace_limit = 1'000'000;
+
+  friend bool operator==(const PipelineOptions&, const PipelineOptions&) = default;
 };
 
 // One span of a trace: on worker `track` (-1 = the consumer), stage `name`.

@@ -809,7 +809,8 @@ Status open_gpu_decoder(const PipelineOptions& o, std::unique_ptr<device::GpuJpe
   }
   SLUICE_ASSIGN_OR_RETURN(const device::CudaRuntime* cuda, device::CudaRuntime::get());
   device::GpuJpegOptions jo;
-  jo.hardware_share = o.hardware_share < 0 ? 0.65 : o.hardware_share;
+  // Auto: the tuner starts from the decoder's own default share.
+  if (o.hardware_share >= 0) jo.hardware_share = o.hardware_share;
   jo.adaptive = o.hardware_share < 0;
   jo.max_batch = std::max(1, std::min(o.batch_size, 256));
   SLUICE_ASSIGN_OR_RETURN(auto decoder, device::GpuJpegDecoder::create(cuda, o.device, jo));
