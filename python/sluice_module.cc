@@ -382,41 +382,81 @@ std::string pipeline_doc() {
   return d.str();
 }
 
+// convert()'s keyword arguments, declared once: each one's value as
+// ConvertOptions holds it (for the signature in the docstring, taken from
+// a default ConvertOptions) and how a Python value is stored there.
+struct ConvertKwarg {
+  const char* name;
+  std::function<py::object(const ConvertOptions&)> get;
+  std::function<void(const py::handle&, ConvertOptions*)> set;
+};
+
+const std::vector<ConvertKwarg>& convert_kwargs() {
+  using O = ConvertOptions;
+  using H = const py::handle&;
+  constexpr double kMiB = 1024.0 * 1024.0;
+  static const std::vector<ConvertKwarg> table = {
+      {"split", [](const O& o) { return py::cast(o.split); },
+       [](H v, O* o) { o->split = v.cast<std::string>(); }},
+      {"shards", [](const O& o) { return py::cast(o.shards); },
+       [](H v, O* o) { o->shards = v.cast<int>(); }},
+      {"shard_size_mb", [](const O& o) { return py::cast(o.shard_bytes / kMiB); },
+       [](H v, O* o) { o->shard_bytes = static_cast<uint64_t>(v.cast<double>() * kMiB); }},
+      {"compression",
+       [](const O& o) { return py::cast(std::string(compression_name(o.compression))); },
+       [](H v, O* o) { o->compression = take(parse_compression(v.cast<std::string>())); }},
+      {"workers", [](const O& o) { return py::cast(o.workers); },
+       [](H v, O* o) { o->workers = v.cast<int>(); }},
+      {"max_side", [](const O& o) { return py::cast(o.max_side); },
+       [](H v, O* o) { o->max_side = v.cast<int>(); }},
+      {"quality", [](const O& o) { return py::cast(o.quality); },
+       [](H v, O* o) { o->quality = v.cast<int>(); }},
+      {"on_error", [](const O& o) { return py::cast(std::string(error_policy_name(o.on_error))); },
+       [](H v, O* o) { o->on_error = take(parse_error_policy(v.cast<std::string>())); }},
+      {"shuffle", [](const O& o) { return py::cast(o.shuffle); },
+       [](H v, O* o) { o->shuffle = v.cast<bool>(); }},
+      {"seed", [](const O& o) { return py::cast(o.seed); },
+       [](H v, O* o) { o->seed = v.cast<uint64_t>(); }},
+      {"check",
+       [](const O& o) { return py::cast(std::string(o.check_decode ? "decode" : "header")); },
+       [](H v, O* o) {
+         std::string c = v.cast<std::string>();
+         if (c != "decode" && c != "header")
+           throw py::value_error("check: expected decode or header, got '" + c + "'");
+         o->check_decode = c == "decode";
+       }},
+      {"rewrite_progressive", [](const O& o) { return py::cast(o.rewrite_progressive); },
+       [](H v, O* o) { o->rewrite_progressive = v.cast<bool>(); }},
+      {"max_pixels", [](const O& o) { return py::cast(o.max_pixels); },
+       [](H v, O* o) { o->max_pixels = v.cast<uint64_t>(); }},
+      {"classes",
+       [](const O& o) { return o.classes.empty() ? py::object(py::none()) : py::cast(o.classes); },
+       [](H v, O* o) { o->classes = v.cast<std::vector<std::string>>(); }},
+  };
+  return table;
+}
+
+std::string convert_doc() {
+  const ConvertOptions defaults;
+  std::string args;
+  for (const ConvertKwarg& k : convert_kwargs()) {
+    args += std::string(", ") + k.name + "=" + py::repr(k.get(defaults)).cast<std::string>();
+  }
+  return "convert(src, out" + args +
+         ") -> dict\nConverts an ImageFolder tree or a path,label list into TFRecord shards "
+         "(as `sluice convert`).";
+}
+
 py::dict convert(const std::string& src, const std::string& out, const py::kwargs& kwargs) {
   ConvertOptions o;
   for (const auto& [key, value] : kwargs) {
-    std::string k = key.cast<std::string>();
-    if (k == "split")
-      o.split = value.cast<std::string>();
-    else if (k == "shards")
-      o.shards = value.cast<int>();
-    else if (k == "shard_size_mb")
-      o.shard_bytes = static_cast<uint64_t>(value.cast<double>() * 1024 * 1024);
-    else if (k == "compression")
-      o.compression = take(parse_compression(value.cast<std::string>()));
-    else if (k == "workers")
-      o.workers = value.cast<int>();
-    else if (k == "max_side")
-      o.max_side = value.cast<int>();
-    else if (k == "quality")
-      o.quality = value.cast<int>();
-    else if (k == "on_error")
-      o.on_error = take(parse_error_policy(value.cast<std::string>()));
-    else if (k == "shuffle")
-      o.shuffle = value.cast<bool>();
-    else if (k == "seed")
-      o.seed = value.cast<uint64_t>();
-    else if (k == "check") {
-      std::string v = value.cast<std::string>();
-      if (v != "decode" && v != "header")
-        throw py::value_error("check: expected decode or header, got '" + v + "'");
-      o.check_decode = v == "decode";
-    } else if (k == "rewrite_progressive")
-      o.rewrite_progressive = value.cast<bool>();
-    else if (k == "classes")
-      o.classes = value.cast<std::vector<std::string>>();
-    else
+    const std::string k = key.cast<std::string>();
+    const auto& table = convert_kwargs();
+    auto it = std::find_if(table.begin(), table.end(),
+                           [&](const ConvertKwarg& c) { return k == c.name; });
+    if (it == table.end())
       throw py::type_error("convert() got an unexpected keyword argument '" + k + "'");
+    it->set(value, &o);
   }
   o.command = "sluice.convert(" + src + ", " + out + ")";
   Result<ConvertReport> r = [&] {
@@ -523,13 +563,8 @@ PYBIND11_MODULE(_sluice, m) {
       .def_property_readonly("records", &PyPipeline::records)
       .def_property_readonly("classes", &PyPipeline::classes);
 
-  m.def("convert", &convert, py::arg("src"), py::arg("out"),
-        "convert(src, out, split='train', shards=0, shard_size_mb=128, compression='none', "
-        "workers=0,\n"
-        "        max_side=0, quality=90, on_error='fail', shuffle=True, seed=0, check='decode',\n"
-        "        rewrite_progressive=False, classes=None) -> dict\n"
-        "Converts an ImageFolder tree or a path,label list into TFRecord shards (as `sluice "
-        "convert`).");
+  static const std::string convert_docstring = convert_doc();
+  m.def("convert", &convert, py::arg("src"), py::arg("out"), convert_docstring.c_str());
   m.def(
       "inspect", &inspect_paths, py::arg("paths"), py::arg("verify") = false,
       "inspect(paths, verify=False) -> dict: what record files hold (as `sluice inspect --json`).");

@@ -291,3 +291,25 @@ def test_one_version_everywhere():
     setup = subprocess.run([sys.executable, os.path.join(root, "setup.py"), "--version"],
                            capture_output=True, text=True, check=True, cwd=root)
     assert setup.stdout.strip().splitlines()[-1] == version
+
+
+def test_convert_keywords_come_from_one_table(dataset, tmp_path):
+    # The signature in the docstring is written from ConvertOptions' own
+    # defaults, one entry per keyword the function takes.
+    doc = sluice.convert.__doc__
+    for default in ("split='train'", "shards=0", "shard_size_mb=128.0", "compression='none'",
+                    "workers=0", "max_side=0", "quality=90", "on_error='fail'", "shuffle=True",
+                    "seed=0", "check='decode'", "rewrite_progressive=False", "classes=None"):
+        assert default in doc, default
+    with pytest.raises(TypeError, match="unexpected keyword argument 'shard_size'"):
+        sluice.convert(str(dataset / "images" / "val"), str(tmp_path / "x"), shard_size=1)
+    # Every keyword of the signature is accepted.
+    signature = next(line for line in doc.splitlines() if line.startswith("convert(src, out, "))
+    names = [a.split("=")[0] for a in signature.split("(", 1)[1].split(")")[0].split(", ")[2:]]
+    assert "max_pixels" in names and len(names) == 14
+    classes = sorted(os.listdir(dataset / "images" / "val"))
+    report = sluice.convert(str(dataset / "images" / "val"), str(tmp_path / "all"), split="val", shards=1,
+                            shard_size_mb=64, compression="gzip", workers=1, max_side=0, quality=90,
+                            on_error="skip", shuffle=False, seed=3, check="header",
+                            rewrite_progressive=False, max_pixels=1 << 26, classes=classes)
+    assert report["written"] == 12 and report["classes"] == classes
