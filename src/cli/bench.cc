@@ -429,6 +429,7 @@ json summary_json(const BenchCli& c, const RunResult& r, const Verdict& v, uint6
                   const std::optional<ReferenceResult>& full,
                   const std::optional<ReferenceResult>& floor) {
   json j;
+  j["format"] = "sluice bench 1";
   j["images_per_second"] = r.seconds > 0 ? r.images / r.seconds : 0;
   j["images"] = r.images;
   j["batches"] = r.batches;

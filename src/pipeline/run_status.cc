@@ -41,6 +41,7 @@ std::string run_status_json(std::string_view job, const RunStatus& run, const Pi
   }
   auto proc = sample_process();
   json j = {
+      {"format", "sluice status 1"},
       {"time", unix_seconds()},
       {"job", job},
       {"seconds", run.seconds},

@@ -7,8 +7,15 @@
 
 namespace sluice {
 
+namespace {
+constexpr std::string_view kFormat = "sluice pipeline state 1";
+}  // namespace
+
 std::string format_pipeline_state(const PipelineState& state) {
-  return nlohmann::ordered_json{{"epoch", state.epoch}, {"batches", state.batches}}.dump() + "\n";
+  return nlohmann::ordered_json{
+             {"format", kFormat}, {"epoch", state.epoch}, {"batches", state.batches}}
+             .dump() +
+         "\n";
 }
 
 Result<PipelineState> parse_pipeline_state(std::string_view text, std::string_view name) {
@@ -18,6 +25,15 @@ Result<PipelineState> parse_pipeline_state(std::string_view text, std::string_vi
     auto it = j.find(key);
     return it != j.end() && it->is_number_unsigned() ? &*it : nullptr;
   };
+  // Files written before the format field have none; another sluice
+  // document (a bench summary, say) is refused by name.
+  if (j.is_object() && j.contains("format")) {
+    const auto& f = j["format"];
+    if (!f.is_string() || f.get<std::string>().rfind("sluice pipeline state ", 0) != 0) {
+      return data_loss_error(fmt::format("{}: a {}, not a sluice state file", name,
+                                         f.is_string() ? f.get<std::string>() : f.dump()));
+    }
+  }
   const nlohmann::json* epoch = field("epoch");
   const nlohmann::json* batches = field("batches");
   if (epoch == nullptr || batches == nullptr) {

@@ -289,7 +289,7 @@ class CliTest(unittest.TestCase):
             self.assertEqual(self.bench_digests(out, "--workers", w, "--epochs", "2"), (base, total))
         state = os.path.join(self.tmp, "state.json")
         first, _ = self.bench_digests(out, "--epochs", "2", "--batches", "9", "--state-out", state)
-        self.assertEqual(json.loads(slurp(state)), {"epoch": 1, "batches": 2})
+        self.assertEqual(json.loads(slurp(state)), {"format": "sluice pipeline state 1", "epoch": 1, "batches": 2})
         rest, _ = self.bench_digests(out, "--epochs", "2", "--state-in", state)
         self.assertEqual(first + rest, base)
 

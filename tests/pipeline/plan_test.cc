@@ -111,7 +111,15 @@ namespace {
 // else is a clear error naming the file.
 TEST(PipelineStateFileTest, RoundTripsAndRefusesOtherJson) {
   const PipelineState s{7, (uint64_t{1} << 63) + 5};
-  EXPECT_EQ(format_pipeline_state(s), "{\"epoch\":7,\"batches\":9223372036854775813}\n");
+  EXPECT_EQ(
+      format_pipeline_state(s),
+      "{\"format\":\"sluice pipeline state 1\",\"epoch\":7,\"batches\":9223372036854775813}\n");
+  // A file from before the format field reads the same.
+  EXPECT_EQ(*parse_pipeline_state("{\"epoch\":7,\"batches\":9223372036854775813}", "old"), s);
+  Result<PipelineState> other =
+      parse_pipeline_state("{\"format\":\"sluice bench 1\",\"epoch\":1,\"batches\":2}", "b.json");
+  EXPECT_EQ(other.status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(other.status().message(), "b.json: a sluice bench 1, not a sluice state file");
   auto back = parse_pipeline_state(format_pipeline_state(s), "x.state");
   ASSERT_TRUE(back.ok()) << back.status().to_string();
   EXPECT_EQ(*back, s);

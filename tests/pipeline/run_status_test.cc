@@ -46,6 +46,7 @@ TEST(RunStatusTest, FieldsHaveOneDefinition) {
   run.batches = 10;
   run.cpu_cores_busy = 1.5;
   json j = json::parse(run_status_json("bench", run, stats_of_a_run(), 64));
+  EXPECT_EQ(j["format"], "sluice status 1");
   EXPECT_EQ(j["job"], "bench");
   EXPECT_DOUBLE_EQ(j["seconds"].get<double>(), 10);
   EXPECT_DOUBLE_EQ(j["images_per_second"].get<double>(), 64);
