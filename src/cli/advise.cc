@@ -1,5 +1,5 @@
 // sluice advise: which machine to rent, from your measured pipeline rate.
-#include "sluice/advise.h"
+#include "ops/advise.h"
 
 #include <fmt/format.h>
 

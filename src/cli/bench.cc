@@ -18,13 +18,13 @@
 #include "base/file_util.h"
 #include "cli/bench_report.h"
 #include "cli/common.h"
+#include "ops/doctor.h"
+#include "ops/report.h"
 #include "pipeline/run_status.h"
-#include "sluice/doctor.h"
 #include "sluice/gpu_monitor.h"
 #include "sluice/pipeline.h"
 #include "sluice/pipeline_options.h"
 #include "sluice/record.h"
-#include "sluice/report.h"
 #include "sluice/telemetry.h"
 
 namespace sluice::cli {

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "ops/report.h"
 #include "sluice/gpu_monitor.h"
 #include "sluice/pipeline.h"
-#include "sluice/report.h"
 #include "sluice/telemetry.h"
 
 namespace sluice::cli {

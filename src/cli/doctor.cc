@@ -1,5 +1,5 @@
 // sluice doctor: is this machine set up right for a long job?
-#include "sluice/doctor.h"
+#include "ops/doctor.h"
 
 #include <unistd.h>
 

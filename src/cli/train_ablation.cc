@@ -25,8 +25,8 @@
 #include "base/file_util.h"
 #include "cli/bench_report.h"
 #include "cli/common.h"
-#include "sluice/doctor.h"
-#include "sluice/report.h"
+#include "ops/doctor.h"
+#include "ops/report.h"
 
 namespace sluice::cli {
 namespace {

@@ -1,4 +1,4 @@
-#include "sluice/advise.h"
+#include "ops/advise.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "sluice/doctor.h"
+#include "ops/doctor.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>

@@ -9,7 +9,7 @@
 
 #include "device/libraries.h"
 #include "device/nvml.h"
-#include "sluice/doctor.h"
+#include "ops/doctor.h"
 
 namespace sluice::detail {
 

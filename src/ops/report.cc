@@ -1,7 +1,7 @@
 // The bench report page: sections in the order a reader asks their
 // questions (how fast, why, on what), each drawn from the bench summary,
 // the time series, the ablation rows and doctor's report.
-#include "sluice/report.h"
+#include "ops/report.h"
 
 #include <fmt/format.h>
 

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "sluice/report.h"
+#include "ops/report.h"
 
 namespace sluice::detail {
 namespace {

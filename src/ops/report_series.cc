@@ -2,7 +2,7 @@
 // so a run of hours keeps as few points as a run of minutes.
 #include <algorithm>
 
-#include "sluice/report.h"
+#include "ops/report.h"
 
 namespace sluice {
 namespace {

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <utility>
 
-#include "sluice/report.h"
+#include "ops/report.h"
 
 namespace sluice::detail {
 namespace {

@@ -5,7 +5,7 @@
 // nonsense value read past the text.
 #include <string_view>
 
-#include "sluice/doctor.h"
+#include "ops/doctor.h"
 #include "sluice/telemetry.h"
 #include "tests/fuzz/fuzz_input.h"
 

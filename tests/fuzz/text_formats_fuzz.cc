@@ -1,7 +1,7 @@
 // Fuzzes the text formats sluice reads from users: DALI index files,
 // dataset.json manifests, convert's CSV/TSV list files, advise's GPU
 // catalogue and price files, and the pipeline state file.
-#include "sluice/advise.h"
+#include "ops/advise.h"
 #include "sluice/dataset.h"
 #include "sluice/pipeline.h"
 #include "sluice/record.h"

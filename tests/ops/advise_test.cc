@@ -1,5 +1,5 @@
 // advise's arithmetic on hand-checked cases.
-#include "sluice/advise.h"
+#include "ops/advise.h"
 
 #include <gtest/gtest.h>
 

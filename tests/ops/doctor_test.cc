@@ -1,4 +1,4 @@
-#include "sluice/doctor.h"
+#include "ops/doctor.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-#include "sluice/report.h"
+#include "ops/report.h"
 
 #include <gtest/gtest.h>
 
