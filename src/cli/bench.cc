@@ -297,6 +297,36 @@ Status parse_options(BenchCli& c) {
   return Status();
 }
 
+// On a device: where augmentation and decoding ran, and what it cost.
+void print_device_summary(const RunResult& r) {
+  const PipelineStats& st = r.stats;
+  std::printf(
+      "device: cuda:%d, augmentation on the %s; host-to-device %.1f MB at %.1f GB/s (device "
+      "time), kernel %.2f ms a batch%s\n",
+      st.device, st.gpu_augment.c_str(), st.h2d_bytes / 1e6,
+      st.h2d_seconds > 0 ? st.h2d_bytes / st.h2d_seconds / 1e9 : 0.0,
+      r.batches > 0 ? 1e3 * st.kernel_seconds / r.batches : 0.0,
+      r.gpu_busy_percent >= 0 ? fmt::format(", GPU busy {:.0f} %", r.gpu_busy_percent).c_str()
+                              : ", GPU busy n/a (no NVML)");
+  auto rate = [&](uint64_t n) { return r.seconds > 0 ? n / r.seconds : 0.0; };
+  std::printf(
+      "decode tiers: hardware %llu (%.0f images/s), CUDA %llu (%.0f images/s), CPU %llu "
+      "(%.0f images/s); %llu redone on another tier; GPU decoding: %s\n",
+      static_cast<unsigned long long>(st.decoded_hardware), rate(st.decoded_hardware),
+      static_cast<unsigned long long>(st.decoded_cuda), rate(st.decoded_cuda),
+      static_cast<unsigned long long>(st.decoded_cpu), rate(st.decoded_cpu),
+      static_cast<unsigned long long>(st.gpu_decode_fallbacks), st.gpu_decode.c_str());
+  if (st.gpu_decode_allocations > 0) {
+    std::printf(
+        "GPU decode memory: %llu allocations, %llu of them replacing a buffer; strict "
+        "bitstream checks %s\n",
+        static_cast<unsigned long long>(st.gpu_decode_allocations),
+        static_cast<unsigned long long>(st.gpu_decode_reallocations),
+        st.gpu_decode_strict ? "on" : "off (the library refused the flag)");
+  }
+  for (const std::string& why : st.nvjpeg_refused) std::printf("nvJPEG passed over: %s\n", why.c_str());
+}
+
 void print_summary(const BenchCli& c, const RunResult& r, const Verdict& v, uint64_t peak_rss) {
   const PipelineStats& st = r.stats;
   double ips = r.seconds > 0 ? r.images / r.seconds : 0;
@@ -329,34 +359,7 @@ void print_summary(const BenchCli& c, const RunResult& r, const Verdict& v, uint
               r.seconds > 0 ? r.cpu_seconds / r.seconds : 0, cores,
               r.seconds > 0 ? 100 * r.cpu_seconds / r.seconds / cores : 0, peak_rss / 1e6,
               c.p.memory_budget / 1e6);
-  if (st.device >= 0) {
-    std::printf(
-        "device: cuda:%d, augmentation on the %s; host-to-device %.1f MB at %.1f GB/s (device "
-        "time), kernel %.2f ms a batch%s\n",
-        st.device, st.gpu_augment.c_str(), st.h2d_bytes / 1e6,
-        st.h2d_seconds > 0 ? st.h2d_bytes / st.h2d_seconds / 1e9 : 0.0,
-        r.batches > 0 ? 1e3 * st.kernel_seconds / r.batches : 0.0,
-        r.gpu_busy_percent >= 0 ? fmt::format(", GPU busy {:.0f} %", r.gpu_busy_percent).c_str()
-                                : ", GPU busy n/a (no NVML)");
-    auto rate = [&](uint64_t n) { return r.seconds > 0 ? n / r.seconds : 0.0; };
-    std::printf(
-        "decode tiers: hardware %llu (%.0f images/s), CUDA %llu (%.0f images/s), CPU %llu "
-        "(%.0f images/s); %llu redone on another tier; GPU decoding: %s\n",
-        static_cast<unsigned long long>(st.decoded_hardware), rate(st.decoded_hardware),
-        static_cast<unsigned long long>(st.decoded_cuda), rate(st.decoded_cuda),
-        static_cast<unsigned long long>(st.decoded_cpu), rate(st.decoded_cpu),
-        static_cast<unsigned long long>(st.gpu_decode_fallbacks), st.gpu_decode.c_str());
-    if (st.gpu_decode_allocations > 0) {
-      std::printf(
-          "GPU decode memory: %llu allocations, %llu of them replacing a buffer; strict "
-          "bitstream checks %s\n",
-          static_cast<unsigned long long>(st.gpu_decode_allocations),
-          static_cast<unsigned long long>(st.gpu_decode_reallocations),
-          st.gpu_decode_strict ? "on" : "off (the library refused the flag)");
-    }
-    for (const std::string& r : st.nvjpeg_refused)
-      std::printf("nvJPEG passed over: %s\n", r.c_str());
-  }
+  if (st.device >= 0) print_device_summary(r);
   if (!r.events.empty()) {
     std::printf("bad samples: %zu (first: %s)\n", r.events.size(),
                 r.events.front().to_string().c_str());
