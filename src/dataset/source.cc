@@ -97,15 +97,18 @@ Result<SourceList> list_image_folder(const std::string& root,
   return out;
 }
 
-Result<SourceList> read_list_file(const std::string& list_path,
-                                  const std::vector<std::string>& classes) {
-  SLUICE_ASSIGN_OR_RETURN(std::string text, detail::read_file(list_path, uint64_t{4} << 30));
-  fs::path base = fs::path(list_path).parent_path();
-  struct Row {
-    std::string path, label;
-    size_t line;
-  };
-  std::vector<Row> rows;
+namespace {
+
+// One entry of a list file, with its line for messages.
+struct ListRow {
+  std::string path, label;
+  size_t line;
+};
+
+// The entries of a list file: 'path,label' or 'path<TAB>label' per line,
+// blank lines and '#' comments skipped, an optional header row.
+Result<std::vector<ListRow>> parse_list_rows(std::string_view text, const std::string& list_path) {
+  std::vector<ListRow> rows;
   size_t line_no = 0;
   std::string_view rest = text;
   while (!rest.empty()) {
@@ -133,38 +136,52 @@ Result<SourceList> read_list_file(const std::string& list_path,
     rows.push_back({std::string(path), std::string(label), line_no});
   }
   if (rows.empty()) return invalid_argument_error(list_path + ": no entries");
+  return rows;
+}
 
-  SourceList out;
-  bool all_ints = std::all_of(rows.begin(), rows.end(), [](const Row& r) {
-    auto v = parse_int(r.label);
-    return v && *v >= 0;
-  });
-  std::map<std::string, int64_t> ids;
-  if (!classes.empty()) {
-    out.classes = classes;
-  } else if (all_ints) {
+// The class list: given, or 0..max for integer labels, or the sorted names.
+Result<std::vector<std::string>> list_classes(const std::vector<ListRow>& rows, bool all_ints,
+                                              const std::vector<std::string>& classes,
+                                              const std::string& list_path) {
+  if (!classes.empty()) return classes;
+  std::vector<std::string> out;
+  if (all_ints) {
     int64_t max_id = 0;
-    for (const Row& r : rows) max_id = std::max(max_id, *parse_int(r.label));
+    for (const ListRow& r : rows) max_id = std::max(max_id, *parse_int(r.label));
     if (max_id > 1'000'000) {
       return invalid_argument_error(
           fmt::format("{}: label {} is too large for a class id", list_path, max_id));
     }
-    for (int64_t i = 0; i <= max_id; ++i) out.classes.push_back(std::to_string(i));
-  } else {
-    std::vector<std::string> names;
-    for (const Row& r : rows) names.push_back(r.label);
-    std::sort(names.begin(), names.end());
-    names.erase(std::unique(names.begin(), names.end()), names.end());
-    out.classes = names;
+    for (int64_t i = 0; i <= max_id; ++i) out.push_back(std::to_string(i));
+    return out;
   }
+  for (const ListRow& r : rows) out.push_back(r.label);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+}  // namespace
+
+Result<SourceList> read_list_file(const std::string& list_path,
+                                  const std::vector<std::string>& classes) {
+  SLUICE_ASSIGN_OR_RETURN(std::string text, detail::read_file(list_path, uint64_t{4} << 30));
+  SLUICE_ASSIGN_OR_RETURN(std::vector<ListRow> rows, parse_list_rows(text, list_path));
+  const bool all_ints = std::all_of(rows.begin(), rows.end(), [](const ListRow& r) {
+    auto v = parse_int(r.label);
+    return v && *v >= 0;
+  });
+  SourceList out;
+  SLUICE_ASSIGN_OR_RETURN(out.classes, list_classes(rows, all_ints, classes, list_path));
   // Integer labels numbering their own classes are their ids: no map of up
   // to a million names to build (text_formats_fuzz timed out on a one-line
   // list whose label was 999999).
-  const bool labels_are_ids = classes.empty() && all_ints;
-  if (!labels_are_ids) {
+  std::map<std::string, int64_t> ids;
+  if (!(classes.empty() && all_ints)) {
     for (size_t i = 0; i < out.classes.size(); ++i) ids[out.classes[i]] = static_cast<int64_t>(i);
   }
-  for (const Row& r : rows) {
+  const fs::path base = fs::path(list_path).parent_path();
+  for (const ListRow& r : rows) {
     int64_t id;
     if (auto it = ids.find(r.label); it != ids.end()) {
       id = it->second;
