@@ -189,19 +189,8 @@ void check_torch(const DoctorOptions& o, DoctorReport* r) {
   add(r, "library", "ok", out);
 }
 
-void check_gpus(DoctorReport* r) {
-  detail::probe_gpu_libraries(r);
-  // The CUDA build is the kernel library beside sluice (device/kernels.h).
-  auto kernels = device::Kernels::get();
-  r->cuda_build = kernels.ok();
-  if (kernels.ok()) {
-    add(r, "build", "ok", "sluice's GPU kernels: " + (*kernels)->library);
-  } else {
-    add(r, "build", "info",
-        "sluice built without CUDA: with --device cuda, batches are augmented on the CPU and "
-        "copied (" +
-            std::string(kernels.status().message()) + ")");
-  }
+// The driver (NVML) and each GPU it sees.
+void check_driver(DoctorReport* r) {
   if (r->nvml_library.empty()) {
     add(r, "gpu", "info",
         "no NVIDIA driver found (libnvidia-ml.so.1 did not load): GPU checks skipped");
@@ -221,6 +210,10 @@ void check_gpus(DoctorReport* r) {
               : "");
     }
   }
+}
+
+// The CUDA runtime against the driver's CUDA version.
+void check_runtime(DoctorReport* r) {
   if (r->cuda_runtime_version == 0) {
     add(r, "cuda", "info", "no CUDA runtime library found (libcudart)");
   } else {
@@ -239,7 +232,10 @@ void check_gpus(DoctorReport* r) {
                           cuda_version_string(r->cuda_driver_version)));
     }
   }
-  // nvJPEG: the GPU decode tiers. Its major version must be the runtime's.
+}
+
+// nvJPEG: the GPU decode tiers. Its major version must be the runtime's.
+void check_nvjpeg(DoctorReport* r) {
   const int runtime_major = r->cuda_runtime_version / 1000;
   if (r->nvjpeg_major == 0 && r->nvjpeg_refused.empty()) {
     add(r, "cuda", "info",
@@ -260,6 +256,24 @@ void check_gpus(DoctorReport* r) {
   for (const std::string& refused : r->nvjpeg_refused) {
     add(r, "cuda", "info", "nvJPEG passed over: " + refused);
   }
+}
+
+void check_gpus(DoctorReport* r) {
+  detail::probe_gpu_libraries(r);
+  // The CUDA build is the kernel library beside sluice (device/kernels.h).
+  auto kernels = device::Kernels::get();
+  r->cuda_build = kernels.ok();
+  if (kernels.ok()) {
+    add(r, "build", "ok", "sluice's GPU kernels: " + (*kernels)->library);
+  } else {
+    add(r, "build", "info",
+        "sluice built without CUDA: with --device cuda, batches are augmented on the CPU and "
+        "copied (" +
+            std::string(kernels.status().message()) + ")");
+  }
+  check_driver(r);
+  check_runtime(r);
+  check_nvjpeg(r);
   if (r->nccl_version) {
     add(r, "cuda", "ok",
         fmt::format("NCCL {}.{}.{}", r->nccl_version / 10000, r->nccl_version / 100 % 100,
