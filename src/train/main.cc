@@ -89,6 +89,42 @@ int free_port() {
   return port;
 }
 
+// Waits for the `n` ranks of g_children. A rank that fails takes the
+// others down at once (SIGKILL: they would wait for it in a collective, and
+// a catchable signal only asks them to stop after a step they cannot
+// finish). A rank that stopped on request (130) is not a failure: the
+// others are stopping at the same step. Returns the first failure's code.
+int wait_for_ranks(int n) {
+  int result = kExitOk;
+  for (int left = n; left > 0;) {
+    int status = 0;
+    pid_t pid = ::wait(&status);
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    --left;
+    for (int i = 0; i < n; ++i) {
+      if (g_children[i] == pid) g_children[i] = 0;
+    }
+    // A rank killed by a signal failed, whatever the signal: only a rank
+    // that exited 130 itself stopped at the agreed step.
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (code == kExitOk) continue;
+    if (WIFEXITED(status) && code == kExitInterrupted) {
+      if (result == kExitOk) result = code;
+      continue;
+    }
+    if (result == kExitOk || result == kExitInterrupted) {
+      result = code;
+      for (int i = 0; i < n; ++i) {
+        if (g_children[i] > 0) ::kill(g_children[i], SIGKILL);
+      }
+    }
+  }
+  return result;
+}
+
 // Starts `n` ranks of this command and waits for them. The first rank to
 // fail takes the others down (they would wait on it in a collective).
 int launch_ranks(int n, char** argv) {
@@ -143,38 +179,7 @@ int launch_ranks(int n, char** argv) {
   g_child_count.store(n);
   ::sigprocmask(SIG_SETMASK, &old, nullptr);
 
-  // A rank that fails takes the others down at once (SIGKILL: they would
-  // wait for it in a collective, and a catchable signal only asks them to
-  // stop after a step they cannot finish). A rank that stopped on request
-  // (130) is not a failure: the others are stopping at the same step.
-  int result = kExitOk;
-  for (int left = n; left > 0;) {
-    int status = 0;
-    pid_t pid = ::wait(&status);
-    if (pid < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    --left;
-    for (int i = 0; i < n; ++i) {
-      if (g_children[i] == pid) g_children[i] = 0;
-    }
-    // A rank killed by a signal failed, whatever the signal: only a rank
-    // that exited 130 itself stopped at the agreed step.
-    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    if (code == kExitOk) continue;
-    if (WIFEXITED(status) && code == kExitInterrupted) {
-      if (result == kExitOk) result = code;
-      continue;
-    }
-    if (result == kExitOk || result == kExitInterrupted) {
-      result = code;
-      for (int i = 0; i < n; ++i) {
-        if (g_children[i] > 0) ::kill(g_children[i], SIGKILL);
-      }
-    }
-  }
-  return result;
+  return wait_for_ranks(n);
 }
 
 // The pipeline's options by name, from the shared table (pipeline_option_specs()).
