@@ -497,25 +497,10 @@ py::object inspect_paths(const py::object& paths, bool verify) {
 }  // namespace
 }  // namespace sluice::python
 
-PYBIND11_MODULE(_sluice, m) {
-  using namespace sluice::python;
-  m.doc() = "sluice: keeps GPUs fed. The C++ input pipeline, convert and inspect.";
-  m.attr("__version__") = SLUICE_VERSION;  // CMake's project version, its one home
-  static py::exception<void> data_error(m, "DataError", PyExc_RuntimeError);
-  g_data_error = data_error.ptr();
-  m.attr("DataError").attr("__doc__") =
-      "Corrupt or truncated data: the message names the file, offset and reason.";
-  // pip's NVIDIA wheels (nvJPEG, the CUDA runtime) of this interpreter's
-  // environment join the library search, whether or not it is activated.
-  {
-    std::vector<std::string> sites;
-    for (py::handle d : py::module_::import("sys").attr("path")) {
-      std::string dir = py::str(d);
-      if (dir.ends_with("site-packages") || dir.ends_with("dist-packages")) sites.push_back(dir);
-    }
-    sluice::detail::add_python_site_dirs(sites);
-  }
+namespace sluice::python {
+namespace {
 
+void def_batch(py::module_& m) {
   py::class_<PyBatch>(m, "Batch", "One batch of images in a ring slot (see Pipeline).")
       .def("__dlpack__", &to_dlpack, py::arg("stream") = py::none(),
            "A DLPack capsule sharing this batch's memory.")
@@ -546,7 +531,9 @@ PYBIND11_MODULE(_sluice, m) {
                              "record ids of the samples (a copy)")
       .def_property_readonly("epoch", [](const PyBatch& b) { return b.batch().epoch(); })
       .def_property_readonly("index", [](const PyBatch& b) { return b.batch().index(); });
+}
 
+void def_pipeline(py::module_& m) {
   py::class_<PyPipeline>(m, "Pipeline", pipeline_doc().c_str())
       .def(py::init<const py::object&, const py::kwargs&>(), py::arg("path"))
       .def("__len__", &PyPipeline::len, "Batches per epoch for this rank.")
@@ -562,6 +549,32 @@ PYBIND11_MODULE(_sluice, m) {
            "Per-stage figures, the engine's tuning and the bottleneck verdict.")
       .def_property_readonly("records", &PyPipeline::records)
       .def_property_readonly("classes", &PyPipeline::classes);
+}
+
+}  // namespace
+}  // namespace sluice::python
+
+PYBIND11_MODULE(_sluice, m) {
+  using namespace sluice::python;
+  m.doc() = "sluice: keeps GPUs fed. The C++ input pipeline, convert and inspect.";
+  m.attr("__version__") = SLUICE_VERSION;  // CMake's project version, its one home
+  static py::exception<void> data_error(m, "DataError", PyExc_RuntimeError);
+  g_data_error = data_error.ptr();
+  m.attr("DataError").attr("__doc__") =
+      "Corrupt or truncated data: the message names the file, offset and reason.";
+  // pip's NVIDIA wheels (nvJPEG, the CUDA runtime) of this interpreter's
+  // environment join the library search, whether or not it is activated.
+  {
+    std::vector<std::string> sites;
+    for (py::handle d : py::module_::import("sys").attr("path")) {
+      std::string dir = py::str(d);
+      if (dir.ends_with("site-packages") || dir.ends_with("dist-packages")) sites.push_back(dir);
+    }
+    sluice::detail::add_python_site_dirs(sites);
+  }
+
+  def_batch(m);
+  def_pipeline(m);
 
   static const std::string convert_docstring = convert_doc();
   m.def("convert", &convert, py::arg("src"), py::arg("out"), convert_docstring.c_str());
