@@ -27,6 +27,7 @@
 #include "device/jpeg_tiers.h"
 #include "pipeline/autotune.h"
 #include "pipeline/device_slots.h"
+#include "pipeline/sample_work.h"
 #include "pipeline/source.h"
 
 namespace sluice {
@@ -121,6 +122,7 @@ struct Pipeline::Impl {
   std::unique_ptr<detail::DeviceSlots> dev;
   bool kernel = false;
   size_t arena_sample = 0;
+  std::optional<detail::SlotArena> arena;  // kernel mode: each slot's arena
   // GPU decoding (kernel mode): nvJPEG's tiers, used by the stager only.
   std::unique_ptr<device::GpuJpegDecoder> jpeg;
   std::string jpeg_note;                 // what decodes JPEGs on the GPU, or why nothing
@@ -328,69 +330,6 @@ struct Pipeline::Impl {
     add_span(worker, "augment", marks[2], marks[3], id);
   }
 
-  // Kernel mode: leaves the decoded window and its resize tables in the
-  // slot's arena and the job that the fused kernel runs, with arena offsets
-  // for pointers. A window too large for its share of the arena is resized
-  // (and flipped) on the CPU to the output size first, in 8 bits as
-  // write_sample does; the kernel then only normalises, casts and lays out.
-  Status arena_job(const DecodedWindow& w, bool flip, int slot, detail::SampleJob* job,
-                   std::vector<float>* scratch) {
-    thread_local detail::SampleTables tables;
-    thread_local DecodedWindow small;
-    const DecodedWindow* src = &w;
-    auto up = [](size_t n) { return (n + 255) / 256 * 256; };
-    // Each piece starts on a 256-byte boundary, as put() lays them out.
-    auto tables_bytes = [&] {
-      return up(tables.x.start.size() * sizeof(int32_t)) +
-             up(tables.x.weight.size() * sizeof(float)) +
-             up(tables.y.start.size() * sizeof(int32_t)) +
-             up(tables.y.weight.size() * sizeof(float));
-    };
-    uint8_t* unused_dst = slots[static_cast<size_t>(slot)].data;  // set when staged
-    SLUICE_RETURN_IF_ERROR(detail::plan_sample_job(w, flip, o.sample, unused_dst, &tables, job));
-    size_t pixels = static_cast<size_t>(w.width) * w.height * 3;
-    if (up(pixels) + tables_bytes() > arena_sample) {
-      SampleSpec u8 = o.sample;
-      u8.dtype = DType::kUint8;
-      u8.layout = Layout::kNHWC;
-      small.width = o.sample.width;
-      small.height = o.sample.height;
-      small.pixels.resize(::sluice::sample_bytes(u8));
-      small.crop_x = small.crop_y = 0;
-      small.crop_width = small.width;
-      small.crop_height = small.height;
-      SLUICE_RETURN_IF_ERROR(write_sample(w, flip, u8, small.pixels.data(), scratch));
-      src = &small;
-      SLUICE_RETURN_IF_ERROR(
-          detail::plan_sample_job(small, false, o.sample, unused_dst, &tables, job));
-      pixels = small.pixels.size();
-    }
-    size_t at = dev->reserve(slot, pixels);
-    if (at == SIZE_MAX) return internal_error("batch slot arena overflow");
-    std::memcpy(slots[static_cast<size_t>(slot)].data + at, src->pixels.data(), pixels);
-    job->src = reinterpret_cast<const uint8_t*>(static_cast<uintptr_t>(at));
-    return put_tables(slot, tables, job);
-  }
-
-  // Decodes an image's crop as the options say: the window alone at the
-  // smallest sufficient DCT scale, or every pixel with the crop as a
-  // rectangle in it (the ablation's baseline).
-  Status decode_window(CropDecoder* d, std::string_view bytes, const ImageInfo& info,
-                       const CropWindow& crop, DecodedWindow* w) const {
-    if (o.crop_decode) {
-      int denom = info.format == ImageFormat::kJpeg
-                      ? choose_scale_denom(crop, o.sample.width, o.sample.height)
-                      : 1;
-      return d->decode(bytes, info, crop, denom, w, o.max_pixels);
-    }
-    SLUICE_RETURN_IF_ERROR(d->decode_full(bytes, info, w, o.max_pixels));
-    w->crop_x = crop.x;
-    w->crop_y = crop.y;
-    w->crop_width = crop.width;
-    w->crop_height = crop.height;
-    return Status();
-  }
-
   // On a device: takes finished slots in batch order, drops bad samples,
   // and queues the copy (and the kernel) on the pipeline's stream.
   void stager(std::stop_token st) {
@@ -554,13 +493,14 @@ struct Pipeline::Impl {
       staged_src[k] = g.pixels;
       SLUICE_RETURN_IF_ERROR(
           detail::plan_sample_job(geometry, e.flip, o.sample, slot.data, &tables, &job));
-      return put_tables(s, tables, &job);
+      return arena->put_tables(s, slot.data, tables, &job);
     }
     if (decoded) ++gpu_fallbacks;
     ++stager_cpu_decoded;
     SLUICE_ASSIGN_OR_RETURN(ImageInfo info, probe_image(bytes, o.max_pixels));
-    SLUICE_RETURN_IF_ERROR(decode_window(&stager_decoder, bytes, info, e.crop, &stager_window));
-    return arena_job(stager_window, e.flip, s, &job, &stager_scratch);
+    SLUICE_RETURN_IF_ERROR(
+        detail::decode_window(o, &stager_decoder, bytes, info, e.crop, &stager_window));
+    return arena->put_window(stager_window, e.flip, s, slot.data, &job, &stager_scratch);
   }
 
   // Drops the staged samples at `bad` (ascending), keeping the order
@@ -581,28 +521,6 @@ struct Pipeline::Impl {
     *n = w;
     staged_jobs.resize(w);
     staged_src.resize(w);
-  }
-
-  // Puts a job's resize tables in the slot's arena (offsets in the job).
-  Status put_tables(int slot, const detail::SampleTables& t, detail::SampleJob* job) {
-    auto up = [](size_t n) { return (n + 255) / 256 * 256; };
-    const size_t xs = t.x.start.size() * sizeof(int32_t), xw = t.x.weight.size() * sizeof(float);
-    const size_t ys = t.y.start.size() * sizeof(int32_t), yw = t.y.weight.size() * sizeof(float);
-    size_t at = dev->reserve(slot, up(xs) + up(xw) + up(ys) + up(yw));
-    if (at == SIZE_MAX) return internal_error("batch slot arena overflow");
-    uint8_t* base = slots[static_cast<size_t>(slot)].data;
-    auto put = [&](const void* p, size_t bytes) {
-      std::memcpy(base + at, p, bytes);
-      const uint8_t* as_offset = reinterpret_cast<const uint8_t*>(static_cast<uintptr_t>(at));
-      at += up(bytes);
-      return as_offset;
-    };
-    job->x_start = reinterpret_cast<const int32_t*>(put(t.x.start.data(), xs));
-    job->x_weight = reinterpret_cast<const float*>(put(t.x.weight.data(), xw));
-    job->y_start = reinterpret_cast<const int32_t*>(put(t.y.start.data(), ys));
-    job->y_weight = reinterpret_cast<const float*>(put(t.y.weight.data(), yw));
-    job->dst = nullptr;
-    return Status();
   }
 
   // `marks` (when tracing): start, after read, after decode, end.
@@ -636,8 +554,7 @@ struct Pipeline::Impl {
     {
       StageTimer t(*decode_stage);
       SLUICE_ASSIGN_OR_RETURN(ImageInfo info, probe_image(raw.image, o.max_pixels));
-      CounterRng rng(hash_key(o.seed, ep, id, detail::kAugmentStream));
-      aug = plan_augment(o.augment, info.width, info.height, rng, o.crop);
+      aug = detail::plan_sample(o, ep, id, info);
       // GPU decoding: the encoded file goes to the arena for nvJPEG; the
       // stager decodes the batch (a file too large for its share of the
       // arena is decoded here).
@@ -652,7 +569,7 @@ struct Pipeline::Impl {
         if (marks) marks[2] = marks[3] = now_ns();
         return Status();
       }
-      SLUICE_RETURN_IF_ERROR(decode_window(decoder, raw.image, info, aug.crop, window));
+      SLUICE_RETURN_IF_ERROR(detail::decode_window(o, decoder, raw.image, info, aug.crop, window));
       t.done(1, static_cast<uint64_t>(window->width) * window->height * 3);
     }
     if (marks) marks[2] = now_ns();
@@ -660,7 +577,8 @@ struct Pipeline::Impl {
     Slot& sl = slots[static_cast<size_t>(slot)];
     if (kernel) {
       ++cpu_decoded;
-      SLUICE_RETURN_IF_ERROR(arena_job(*window, aug.flip, slot, &sl.jobs[i], scratch));
+      SLUICE_RETURN_IF_ERROR(
+          arena->put_window(*window, aug.flip, slot, sl.data, &sl.jobs[i], scratch));
     } else {
       SLUICE_RETURN_IF_ERROR(
           write_sample(*window, aug.flip, o.sample, sl.data + i * sample_bytes, scratch));
@@ -896,6 +814,7 @@ Status Pipeline::Impl::open_device(DevicePlan* plan) {
   }
   plan->config.slots = prefetch;
   SLUICE_ASSIGN_OR_RETURN(dev, detail::DeviceSlots::create(plan->config));
+  if (kernel) arena.emplace(dev.get(), o.sample, arena_sample);
   if (jpeg) {
     device::GpuJpegStats js = jpeg->stats();
     jpeg_note = "nvJPEG " + js.nvjpeg_library;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <thread>
 
+#include "pipeline/sample_work.h"
 #include "pipeline/source.h"
 #include "sluice/pipeline.h"
 
@@ -35,6 +36,8 @@ Result<ReferenceResult> measure_decode_reference(const PipelineOptions& o, Decod
     images.push_back({std::string(raw.image), id});
   }
   if (images.empty()) return data_loss_error("no image could be read for the reference decode");
+  PipelineOptions crop_decode = o;
+  crop_decode.crop_decode = true;
   std::atomic<size_t> next{0};
   std::atomic<uint64_t> failed{0};
   auto t0 = std::chrono::steady_clock::now();
@@ -51,12 +54,9 @@ Result<ReferenceResult> measure_decode_reference(const PipelineOptions& o, Decod
           if (s.ok() && kind == DecodeReference::kFullDecode) {
             s = decoder.decode_full(p.bytes, *info, &window, o.max_pixels);
           } else if (s.ok()) {
-            CounterRng rng(hash_key(o.seed, 0, p.id, detail::kAugmentStream));
-            AugmentPlan aug = plan_augment(o.augment, info->width, info->height, rng, o.crop);
-            int denom = info->format == ImageFormat::kJpeg
-                            ? choose_scale_denom(aug.crop, o.sample.width, o.sample.height)
-                            : 1;
-            s = decoder.decode(p.bytes, *info, aug.crop, denom, &window, o.max_pixels);
+            // The plan floor: the decode call a worker makes, nothing else.
+            const AugmentPlan aug = detail::plan_sample(crop_decode, 0, p.id, *info);
+            s = detail::decode_window(crop_decode, &decoder, p.bytes, *info, aug.crop, &window);
           }
           if (!s.ok()) failed.fetch_add(1);
         }
