@@ -28,15 +28,11 @@
 #include "pipeline/autotune.h"
 #include "pipeline/device_slots.h"
 #include "pipeline/sample_work.h"
+#include "pipeline/sizing.h"
 #include "pipeline/source.h"
 
 namespace sluice {
 namespace {
-
-// Per-worker scratch we budget for: a decoded crop window (a 4000x3000
-// photo decoded whole is 36 MB, a typical crop at reduced scale far less),
-// the encoded image and the resize rows.
-constexpr uint64_t kWorkerScratchBytes = uint64_t{48} << 20;
 
 struct SlotFree {
   size_t bytes;
@@ -89,15 +85,6 @@ struct Slot {
   Status error;
   size_t error_index = SIZE_MAX;
 };
-
-// Kernel mode: the most of the arena one sample may take (its decoded
-// window and resize tables). Crop decoding picks the smallest DCT scale
-// that covers the output, so a window is usually under (2w x 2h) pixels;
-// anything larger is resized on the CPU to w x h first (arena_job()).
-size_t arena_per_sample(const SampleSpec& spec) {
-  const size_t w = static_cast<size_t>(spec.width), h = static_cast<size_t>(spec.height);
-  return (4 * w * h * 3 + 64 * (w + h) + 4096 + 255) / 256 * 256;
-}
 
 }  // namespace
 
@@ -749,7 +736,7 @@ Status open_gpu_decoder(const PipelineOptions& o, std::unique_ptr<device::GpuJpe
 // GPU decoding: an encoded file (at most half a share), its tables and,
 // should the GPU refuse it, its CPU-decoded window all fit two shares.
 Status Pipeline::Impl::plan_device(DevicePlan* plan) {
-  arena_sample = arena_per_sample(o.sample);
+  arena_sample = detail::arena_per_sample(o.sample);
   if (kernel) SLUICE_RETURN_IF_ERROR(open_gpu_decoder(o, &jpeg, &jpeg_note));
   plan->config = {.device = o.device,
                   .slots = 0,
@@ -771,36 +758,13 @@ Status Pipeline::Impl::plan_device(DevicePlan* plan) {
   return Status();
 }
 
-// Workers (set, or one per core) and batch slots (set, or as many as the
-// memory budgets hold, up to two per worker), said in `tuning`.
+// Workers and batch slots (pipeline/sizing.h), said in `tuning`.
 Status Pipeline::Impl::size_ring(const DevicePlan& plan) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  workers = o.workers > 0 ? o.workers : cores;
-  const char* how = o.workers > 0 ? "set" : "one per core";
-  if (o.prefetch > 0) {
-    prefetch = o.prefetch;
-    tuning = fmt::format("workers {} ({}), prefetch {} (set)", workers, how, prefetch);
-    return Status();
-  }
-  const uint64_t scratch = static_cast<uint64_t>(workers) * kWorkerScratchBytes;
-  const uint64_t room = o.memory_budget > scratch ? o.memory_budget - scratch : 0;
-  const uint64_t fit = std::min(room / slot_bytes, plan.fit);
-  if (fit < 2) {
-    return invalid_argument_error(fmt::format(
-        "memory budget of {} MB is too small: two batch slots of {} MB plus {} MB of "
-        "worker scratch "
-        "need {} MB (raise the budget, or lower batch size or image size)",
-        o.memory_budget >> 20, slot_bytes >> 20, scratch >> 20, (2 * slot_bytes + scratch) >> 20));
-  }
-  // Two batches per worker hide the jitter of single slow samples; more
-  // only adds memory.
-  prefetch = static_cast<int>(std::min<uint64_t>(fit, std::max(2, 2 * workers)));
-  tuning = fmt::format(
-      "workers {} ({}), prefetch {} (of {} slots of {:.1f} MB that fit the {} MB budget{})",
-      workers, how, prefetch, fit, slot_bytes / 1e6, o.memory_budget >> 20,
-      o.device >= 0 ? fmt::format(" and {} MB on {}", o.device_memory_budget >> 20,
-                                  device::device_name(o.device))
-                    : "");
+  SLUICE_ASSIGN_OR_RETURN(detail::RingSize r, detail::size_ring(o, slot_bytes, plan.fit, cores));
+  workers = r.workers;
+  prefetch = r.prefetch;
+  tuning = std::move(r.tuning);
   return Status();
 }
 
