@@ -12,7 +12,6 @@
 #include "sluice/pipeline.h"
 
 #include <fmt/format.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -27,6 +26,8 @@
 #include "device/jpeg_tiers.h"
 #include "pipeline/autotune.h"
 #include "pipeline/device_slots.h"
+#include "pipeline/gpu_stage.h"
+#include "pipeline/ring.h"
 #include "pipeline/sample_work.h"
 #include "pipeline/sizing.h"
 #include "pipeline/source.h"
@@ -34,57 +35,9 @@
 namespace sluice {
 namespace {
 
-struct SlotFree {
-  size_t bytes;
-  void operator()(uint8_t* p) const {
-    if (p) ::munmap(p, bytes);
-  }
-};
-
-// Slot memory comes straight from mmap, asks for transparent huge pages
-// (fewer TLB misses on 100+ MB slots) and is touched once here: a fresh
-// page costs a fault and a zeroing on first write, which otherwise lands on
-// the workers during the first batches (measured: write_sample 2.4x slower
-// on untouched slots).
-uint8_t* map_slot(size_t bytes) {
-  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return nullptr;
-  ::madvise(p, bytes, MADV_HUGEPAGE);
-  std::memset(p, 0, bytes);
-  return static_cast<uint8_t*>(p);
-}
-
-// kReady: every sample prepared; on a device, kStaging then kStaged once
-// the copy (and kernel) are queued on the pipeline's stream.
-enum class SlotState { kFree, kFilling, kReady, kStaging, kStaged, kHeld };
-
-struct Slot {
-  std::unique_ptr<uint8_t[], SlotFree> mapped{nullptr, SlotFree{0}};  // host mode
-  uint8_t* data = nullptr;              // samples (host mode, copy mode) or the arena (kernel mode)
-  std::vector<detail::SampleJob> jobs;  // kernel mode: arena offsets in the pointers
-  // GPU decoding: a sample whose encoded JPEG waits in the arena for nvJPEG.
-  struct Encoded {
-    bool pending = false;
-    size_t offset = 0, length = 0;
-    CropWindow crop;
-    bool flip = false;
-  };
-  std::vector<Encoded> encoded;
-  std::vector<int64_t> labels;
-  std::vector<uint64_t> ids;
-  std::vector<uint8_t> valid;
-  SlotState state = SlotState::kFree;
-  uint64_t batch = 0;
-  size_t size = 0;       // samples in this batch
-  size_t remaining = 0;  // samples still being prepared
-  size_t count = 0;      // on a device: good samples, set when staged
-  // Under on_error = fail: the batch's first bad sample in batch order, or
-  // staging's failure. next() returns it in this batch's turn, so the run
-  // fails at the same batch whatever the workers' timing (as tf.data keeps
-  // a status beside each element).
-  Status error;
-  size_t error_index = SIZE_MAX;
-};
+using detail::Slot;
+using detail::SlotFree;
+using detail::SlotState;
 
 }  // namespace
 
@@ -112,9 +65,9 @@ struct Pipeline::Impl {
   std::optional<detail::SlotArena> arena;  // kernel mode: each slot's arena
   // GPU decoding (kernel mode): nvJPEG's tiers, used by the stager only.
   std::unique_ptr<device::GpuJpegDecoder> jpeg;
-  std::string jpeg_note;                 // what decodes JPEGs on the GPU, or why nothing
-  std::atomic<uint64_t> cpu_decoded{0};  // tier C: decoded by the workers
-  std::atomic<uint64_t> stager_cpu_decoded{0}, gpu_fallbacks{0};
+  std::string jpeg_note;                            // what decodes JPEGs on the GPU, or why nothing
+  std::atomic<uint64_t> cpu_decoded{0};             // tier C: decoded by the workers
+  std::optional<detail::GpuDecodeStage> gpu_stage;  // the stager's half
   mutable Mutex mu;
   CondVar work_cv;                                        // workers wait here
   CondVar consumer_cv;                                    // next() and resets wait here
@@ -386,116 +339,28 @@ struct Pipeline::Impl {
     return n;
   }
 
-  // Which JPEGs go to nvJPEG. The engine's share (a sample's place is a
-  // hash of its id, as the decoder decides it) and, outside it, images
-  // large enough for Huffman decoding on the GPU. The rest would take
-  // nvJPEG's CPU-Huffman path, one image at a time on the stager; the
-  // workers decode them faster, in parallel and at reduced DCT scale.
-  std::atomic<double> engine_share{0};  // the decoder's share now; 0 without an engine
-  int64_t gpu_huffman_min_pixels = device::GpuJpegOptions{}.gpu_huffman_min_pixels;
-  bool to_gpu(uint64_t id, const ImageInfo& info) const {
-    return device::detail::share_point(id) < engine_share.load(std::memory_order_relaxed) ||
-           static_cast<int64_t>(info.width) * info.height >= gpu_huffman_min_pixels;
-  }
-
-  // The stager's half of GPU decoding: the batch's pending JPEGs through
-  // nvJPEG's tiers on the pipeline's stream, then the resize tables for
-  // what they decoded. A file the GPU does not decode (tier C) is decoded
-  // here on the CPU; a file that fails there too is a bad sample, dropped
-  // from the batch like any other. `n`: the batch's samples, updated.
-  CropDecoder stager_decoder;
-  DecodedWindow stager_window;
-  std::vector<float> stager_scratch;
-  std::vector<device::GpuJpegJob> gpu_jobs;
-  std::vector<device::GpuJpegResult> gpu_results;
-  std::vector<size_t> gpu_index;
+  // GPU decoding (pipeline/gpu_stage.h): the batch's pending JPEGs, then
+  // its bad samples recorded and dropped like any other. `n`: the batch's
+  // samples, updated.
   Status decode_on_gpu(int s, Slot* slot, uint64_t gen, size_t* n) {
-    gather_gpu_jobs(*slot, *n);
-    if (gpu_jobs.empty()) return Status();
-    const bool decoded = run_gpu_decode();
-    std::vector<size_t> bad;
-    for (size_t j = 0; j < gpu_jobs.size(); ++j) {
-      const size_t k = gpu_index[j];
-      Status st = plan_decoded(s, *slot, k, gpu_jobs[j].bytes, gpu_results[j], decoded);
-      if (!st.ok()) {
-        bad.push_back(k);
-        MutexLock lock(&mu);
-        if (gen == generation) record_bad(epoch, slot->ids[k], st, slot, k);
-      }
+    std::optional<device::GpuJpegStats> now;
+    std::vector<detail::GpuDecodeStage::Bad> bad =
+        gpu_stage->decode(s, *slot, *n, staged_encoded, &staged_jobs, &staged_src, &now);
+    MutexLock lock(&mu);
+    if (now) jpeg_stats = std::move(*now);
+    if (gen == generation) {
+      for (const auto& b : bad) record_bad(epoch, slot->ids[b.index], b.status, slot, b.index);
     }
     if (!bad.empty()) drop_staged(slot, bad, n);
-    MutexLock lock(&mu);
     return fatal;
-  }
-
-  // The batch's pending JPEGs (those the workers left to the GPU) as jobs.
-  void gather_gpu_jobs(const Slot& slot, size_t n) {
-    staged_src.assign(n, nullptr);
-    gpu_jobs.clear();
-    gpu_index.clear();
-    for (size_t k = 0; k < n; ++k) {
-      const Slot::Encoded& e = staged_encoded[k];
-      if (!e.pending) continue;
-      gpu_jobs.push_back(
-          {std::string_view(reinterpret_cast<const char*>(slot.data + e.offset), e.length), e.crop,
-           slot.ids[k]});
-      gpu_index.push_back(k);
-    }
-  }
-
-  // nvJPEG's tiers over gpu_jobs into gpu_results; false when CUDA failed
-  // under nvJPEG, and then every result says "decode on the CPU".
-  bool run_gpu_decode() {
-    Status d = jpeg->decode(gpu_jobs, dev->stream(), &gpu_results);
-    {
-      device::GpuJpegStats now = jpeg->stats();
-      engine_share = now.hardware_available ? now.hardware_share : 0.0;
-      MutexLock lock(&mu);
-      jpeg_stats = std::move(now);
-    }
-    if (d.ok()) return true;
-    std::fprintf(stderr, "sluice: GPU decoding failed, the CPU decodes this batch: %s\n",
-                 std::string(d.message()).c_str());
-    gpu_results.assign(gpu_jobs.size(), device::GpuJpegResult{});
-    return false;
-  }
-
-  // Sample k's job after GPU decoding: the resize tables for the window
-  // the GPU decoded (its pixels stay on the device), or, for a file the
-  // GPU left (tier C), a CPU decode into the slot's arena.
-  Status plan_decoded(int s, const Slot& slot, size_t k, std::string_view bytes,
-                      const device::GpuJpegResult& g, bool decoded) {
-    thread_local detail::SampleTables tables;
-    const Slot::Encoded& e = staged_encoded[k];
-    detail::SampleJob& job = staged_jobs[k];
-    if (g.tier != device::JpegTier::kCpu) {
-      if (g.hardware_fallback) ++gpu_fallbacks;
-      DecodedWindow geometry;  // its pixels are on the device
-      geometry.width = g.width;
-      geometry.height = g.height;
-      geometry.crop_x = g.crop.x;
-      geometry.crop_y = g.crop.y;
-      geometry.crop_width = g.crop.width;
-      geometry.crop_height = g.crop.height;
-      staged_src[k] = g.pixels;
-      SLUICE_RETURN_IF_ERROR(
-          detail::plan_sample_job(geometry, e.flip, o.sample, slot.data, &tables, &job));
-      return arena->put_tables(s, slot.data, tables, &job);
-    }
-    if (decoded) ++gpu_fallbacks;
-    ++stager_cpu_decoded;
-    SLUICE_ASSIGN_OR_RETURN(ImageInfo info, probe_image(bytes, o.max_pixels));
-    SLUICE_RETURN_IF_ERROR(
-        detail::decode_window(o, &stager_decoder, bytes, info, e.crop, &stager_window));
-    return arena->put_window(stager_window, e.flip, s, slot.data, &job, &stager_scratch);
   }
 
   // Drops the staged samples at `bad` (ascending), keeping the order
   // (labels and ids were already compacted).
-  void drop_staged(Slot* slot, const std::vector<size_t>& bad, size_t* n) {
+  void drop_staged(Slot* slot, const std::vector<detail::GpuDecodeStage::Bad>& bad, size_t* n) {
     size_t w = 0;
     for (size_t k = 0, b = 0; k < *n; ++k) {
-      if (b < bad.size() && bad[b] == k) {
+      if (b < bad.size() && bad[b].index == k) {
         ++b;
         continue;
       }
@@ -546,7 +411,7 @@ struct Pipeline::Impl {
       // stager decodes the batch (a file too large for its share of the
       // arena is decoded here).
       if (jpeg && info.format == ImageFormat::kJpeg && raw.image.size() <= arena_sample / 2 &&
-          to_gpu(id, info)) {
+          gpu_stage->to_gpu(id, info)) {
         size_t at = dev->reserve(slot, raw.image.size(), /*host_only=*/true);
         if (at == SIZE_MAX) return internal_error("batch slot arena overflow");
         Slot& sl = slots[static_cast<size_t>(slot)];
@@ -782,7 +647,8 @@ Status Pipeline::Impl::open_device(DevicePlan* plan) {
   if (jpeg) {
     device::GpuJpegStats js = jpeg->stats();
     jpeg_note = "nvJPEG " + js.nvjpeg_library;
-    engine_share = js.hardware_available ? js.hardware_share : 0.0;
+    gpu_stage.emplace(o, jpeg.get(), dev.get(), &*arena);
+    gpu_stage->follow(js);
     MutexLock lock(&mu);  // no thread runs yet; for the analysis
     jpeg_stats = std::move(js);
   }
@@ -801,7 +667,7 @@ Status Pipeline::Impl::map_slots() {
       if (jpeg) s.encoded.resize(bs);
     } else {
       size_t bytes = std::max<size_t>(1, bs * sample_bytes);
-      s.mapped = std::unique_ptr<uint8_t[], SlotFree>(map_slot(bytes), SlotFree{bytes});
+      s.mapped = std::unique_ptr<uint8_t[], SlotFree>(detail::map_slot(bytes), SlotFree{bytes});
       if (!s.mapped) {
         return resource_exhausted_error(
             fmt::format("cannot map a batch slot of {} MB", bytes >> 20));
@@ -982,7 +848,8 @@ PipelineStats Pipeline::stats() const {
   MutexLock lock(&impl_->mu);
   s.samples = impl_->samples_done;
   s.decoded_cpu =
-      impl_->kernel ? impl_->cpu_decoded + impl_->stager_cpu_decoded : impl_->samples_done;
+      impl_->kernel ? impl_->cpu_decoded + (impl_->gpu_stage ? impl_->gpu_stage->cpu_decoded() : 0)
+                    : impl_->samples_done;
   s.batches = impl_->batches_done;
   s.bad_samples = impl_->events.size();
   s.consumer_wait_seconds = impl_->consumer_wait_ns / 1e9;
@@ -1005,7 +872,7 @@ PipelineStats Pipeline::stats() const {
     s.decoded_hardware = impl_->jpeg_stats.hardware.images;
     s.decoded_cuda = impl_->jpeg_stats.cuda.images;
     s.hardware_share = impl_->jpeg_stats.hardware_share;
-    s.gpu_decode_fallbacks = impl_->gpu_fallbacks;
+    s.gpu_decode_fallbacks = impl_->gpu_stage ? impl_->gpu_stage->fallbacks() : 0;
     const device::GpuJpegStats js = impl_->jpeg_stats;  // a copy, under the lock
     s.nvjpeg_refused = js.nvjpeg_refused;
     s.gpu_decode_strict = js.strict_bitstream;
