@@ -1,5 +1,7 @@
 #include "sluice/dataset.h"
 
+#include "base/enum_names.h"
+
 namespace sluice {
 
 FeatureKeys tensorflow_feature_keys() {
@@ -25,21 +27,17 @@ Result<FeatureKeys> detect_feature_keys(const Example& example) {
       "explicitly");
 }
 
+namespace {
+constexpr detail::EnumName<ErrorPolicy> kErrorPolicies[] = {
+    {ErrorPolicy::kFail, "fail"}, {ErrorPolicy::kSkip, "skip"}, {ErrorPolicy::kWarn, "warn"}};
+}  // namespace
+
 Result<ErrorPolicy> parse_error_policy(std::string_view name) {
-  if (name == "fail") return ErrorPolicy::kFail;
-  if (name == "skip") return ErrorPolicy::kSkip;
-  if (name == "warn") return ErrorPolicy::kWarn;
-  return invalid_argument_error("unknown error policy '" + std::string(name) +
-                                "' (expected fail, skip or warn)");
+  return detail::parse_enum_name(name, kErrorPolicies, "unknown error policy");
 }
 
 std::string_view error_policy_name(ErrorPolicy policy) {
-  switch (policy) {
-    case ErrorPolicy::kFail: return "fail";
-    case ErrorPolicy::kSkip: return "skip";
-    case ErrorPolicy::kWarn: return "warn";
-  }
-  return "?";
+  return detail::enum_name(policy, kErrorPolicies);
 }
 
 }  // namespace sluice

@@ -22,6 +22,7 @@
 #include <string>
 #include <utility>
 
+#include "base/enum_names.h"
 #include "image/fast_resize.h"
 #include "image/resample_kernel.h"
 #include "image/sample_kernel.h"
@@ -31,33 +32,28 @@ namespace sluice {
 
 // ---- dtype / layout names ----
 
+namespace {
+constexpr detail::EnumName<DType> kDTypes[] = {{DType::kUint8, "uint8"},
+                                               {DType::kFloat32, "float32"},
+                                               {DType::kFloat16, "float16"},
+                                               {DType::kBFloat16, "bfloat16"}};
+constexpr detail::EnumName<Layout> kLayouts[] = {{Layout::kNHWC, "NHWC"}, {Layout::kNCHW, "NCHW"}};
+}  // namespace
+
 std::string_view dtype_name(DType dtype) {
-  switch (dtype) {
-    case DType::kUint8: return "uint8";
-    case DType::kFloat32: return "float32";
-    case DType::kFloat16: return "float16";
-    case DType::kBFloat16: return "bfloat16";
-  }
-  return "unknown";
+  return detail::enum_name(dtype, kDTypes, "unknown");
 }
 
 Result<DType> parse_dtype(std::string_view name) {
-  for (DType d : {DType::kUint8, DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
-    if (name == dtype_name(d)) return d;
-  }
-  return invalid_argument_error("unknown dtype '" + std::string(name) +
-                                "' (expected uint8, float32, float16 or bfloat16)");
+  return detail::parse_enum_name(name, kDTypes, "unknown dtype");
 }
 
 std::string_view layout_name(Layout layout) {
-  return layout == Layout::kNHWC ? "NHWC" : "NCHW";
+  return detail::enum_name(layout, kLayouts);
 }
 
 Result<Layout> parse_layout(std::string_view name) {
-  if (name == "NHWC") return Layout::kNHWC;
-  if (name == "NCHW") return Layout::kNCHW;
-  return invalid_argument_error("unknown layout '" + std::string(name) +
-                                "' (expected NHWC or NCHW)");
+  return detail::parse_enum_name(name, kLayouts, "unknown layout");
 }
 
 size_t dtype_size(DType dtype) {

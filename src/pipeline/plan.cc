@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "base/enum_names.h"
 #include "sluice/pipeline.h"
 #include "sluice/random.h"
 
@@ -69,23 +70,19 @@ std::vector<uint32_t> buffer_order(uint32_t n, uint32_t size, CounterRng& rng) {
 
 }  // namespace
 
+namespace {
+constexpr detail::EnumName<Order> kOrders[] = {{Order::kGlobal, "global"},
+                                               {Order::kQuasi, "quasi"},
+                                               {Order::kBuffer, "buffer"},
+                                               {Order::kNone, "none"}};
+}  // namespace
+
 std::string_view order_name(Order order) {
-  switch (order) {
-    case Order::kNone: return "none";
-    case Order::kGlobal: return "global";
-    case Order::kQuasi: return "quasi";
-    case Order::kBuffer: return "buffer";
-  }
-  return "?";
+  return detail::enum_name(order, kOrders);
 }
 
 Result<Order> parse_order(std::string_view name) {
-  if (name == "none") return Order::kNone;
-  if (name == "global") return Order::kGlobal;
-  if (name == "quasi") return Order::kQuasi;
-  if (name == "buffer") return Order::kBuffer;
-  return invalid_argument_error("unknown order '" + std::string(name) +
-                                "' (expected global, quasi, buffer or none)");
+  return detail::parse_enum_name(name, kOrders, "unknown order");
 }
 
 std::vector<uint32_t> plan_epoch(uint64_t records, const PipelineOptions& o, uint64_t epoch) {

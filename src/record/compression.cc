@@ -1,28 +1,27 @@
 #include <cstring>
 
+#include "base/enum_names.h"
 #include "base/file_util.h"
 #include "record/format.h"
 #include "sluice/record.h"
 
 namespace sluice {
 
+namespace {
+// TensorFlow's TFRecordOptions spell them "GZIP", "ZLIB" and "" (none).
+constexpr detail::EnumName<Compression> kCompressions[] = {
+    {Compression::kNone, "none"}, {Compression::kNone, "", true},
+    {Compression::kGzip, "gzip"}, {Compression::kGzip, "GZIP", true},
+    {Compression::kZlib, "zlib"}, {Compression::kZlib, "ZLIB", true},
+    {Compression::kAuto, "auto"}};
+}  // namespace
+
 std::string_view compression_name(Compression c) {
-  switch (c) {
-    case Compression::kNone: return "none";
-    case Compression::kGzip: return "gzip";
-    case Compression::kZlib: return "zlib";
-    case Compression::kAuto: return "auto";
-  }
-  return "?";
+  return detail::enum_name(c, kCompressions);
 }
 
 Result<Compression> parse_compression(std::string_view name) {
-  if (name == "none" || name == "") return Compression::kNone;
-  if (name == "gzip" || name == "GZIP") return Compression::kGzip;
-  if (name == "zlib" || name == "ZLIB") return Compression::kZlib;
-  if (name == "auto") return Compression::kAuto;
-  return invalid_argument_error("unknown compression '" + std::string(name) +
-                                "' (expected none, gzip, zlib or auto)");
+  return detail::parse_enum_name(name, kCompressions, "unknown compression");
 }
 
 Result<Compression> detect_compression(const std::string& path) {

@@ -5,22 +5,24 @@
 #include <numbers>
 #include <string>
 
+#include "base/enum_names.h"
+
 namespace sluice::training {
 
+namespace {
+constexpr detail::EnumName<OptimizerKind> kOptimizers[] = {
+    {OptimizerKind::kSgd, "sgd"}, {OptimizerKind::kAdam, "adam"}, {OptimizerKind::kAdamW, "adamw"}};
+constexpr detail::EnumName<ScheduleKind> kSchedules[] = {{ScheduleKind::kCosine, "cosine"},
+                                                         {ScheduleKind::kStep, "step"},
+                                                         {ScheduleKind::kConstant, "constant"}};
+}  // namespace
+
 Result<OptimizerKind> parse_optimizer(std::string_view name) {
-  if (name == "sgd") return OptimizerKind::kSgd;
-  if (name == "adam") return OptimizerKind::kAdam;
-  if (name == "adamw") return OptimizerKind::kAdamW;
-  return invalid_argument_error("--optimizer: unknown value '" + std::string(name) +
-                                "' (expected sgd, adam or adamw)");
+  return detail::parse_enum_name(name, kOptimizers, "--optimizer: unknown value");
 }
 
 Result<ScheduleKind> parse_schedule(std::string_view name) {
-  if (name == "cosine") return ScheduleKind::kCosine;
-  if (name == "step") return ScheduleKind::kStep;
-  if (name == "constant") return ScheduleKind::kConstant;
-  return invalid_argument_error("--schedule: unknown value '" + std::string(name) +
-                                "' (expected cosine, step or constant)");
+  return detail::parse_enum_name(name, kSchedules, "--schedule: unknown value");
 }
 
 Result<LrSchedule> LrSchedule::create(const TrainOptions& o) {

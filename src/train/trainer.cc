@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "base/enum_names.h"
 #include "base/file_util.h"
 #include "pipeline/run_status.h"
 #include "sluice/gpu_monitor.h"
@@ -24,21 +25,19 @@
 
 namespace sluice {
 
+namespace {
+constexpr detail::EnumName<Amp> kAmps[] = {
+    {Amp::kOff, "off"},       {Amp::kOff, "fp32", true},
+    {Amp::kBFloat16, "bf16"}, {Amp::kBFloat16, "bfloat16", true},
+    {Amp::kFloat16, "fp16"},  {Amp::kFloat16, "float16", true}};
+}  // namespace
+
 Result<Amp> parse_amp(std::string_view name) {
-  if (name == "off" || name == "fp32") return Amp::kOff;
-  if (name == "bf16" || name == "bfloat16") return Amp::kBFloat16;
-  if (name == "fp16" || name == "float16") return Amp::kFloat16;
-  return invalid_argument_error("--amp: unknown value '" + std::string(name) +
-                                "' (expected off, bf16 or fp16)");
+  return detail::parse_enum_name(name, kAmps, "--amp: unknown value");
 }
 
 std::string_view amp_name(Amp amp) {
-  switch (amp) {
-    case Amp::kOff: return "off";
-    case Amp::kBFloat16: return "bf16";
-    case Amp::kFloat16: return "fp16";
-  }
-  return "?";
+  return detail::enum_name(amp, kAmps);
 }
 
 namespace {
