@@ -66,70 +66,71 @@ int encoded_channels(const ImageInfo& info) {
   return info.components + (adds_alpha ? 1 : 0);
 }
 
+// An image as it will be stored: its bytes and what the record says of them.
+struct Stored {
+  std::string encoded;
+  ImageFormat format;
+  int width, height, channels;
+};
+
+// --max-side: an image whose longer side is over it, re-encoded as a JPEG
+// at --quality with that side at max_side.
+Status shrink(const ConvertOptions& options, Stored* s) {
+  SLUICE_ASSIGN_OR_RETURN(
+      Image image, decode_image(s->encoded, DecodeOptions{.max_pixels = options.max_pixels}));
+  const double f = static_cast<double>(options.max_side) / std::max(s->width, s->height);
+  const int w = std::max(1, static_cast<int>(std::lround(s->width * f)));
+  const int h = std::max(1, static_cast<int>(std::lround(s->height * f)));
+  SLUICE_ASSIGN_OR_RETURN(s->encoded, encode_jpeg(resize_image(image, w, h), options.quality));
+  s->format = ImageFormat::kJpeg;
+  s->width = w;
+  s->height = h;
+  s->channels = 3;
+  return Status();
+}
+
+std::string example_record(const SourceItem& item, const std::vector<std::string>& classes,
+                           Stored s) {
+  Example e;
+  e.features["image/encoded"] = Feature::of_bytes({std::move(s.encoded)});
+  e.features["image/format"] = Feature::of_bytes({std::string(image_format_name(s.format))});
+  e.features["image/class/label"] = Feature::of_int64s({item.label});
+  e.features["image/class/text"] = Feature::of_bytes({classes.at(static_cast<size_t>(item.label))});
+  e.features["image/height"] = Feature::of_int64s({s.height});
+  e.features["image/width"] = Feature::of_int64s({s.width});
+  e.features["image/channels"] = Feature::of_int64s({s.channels});
+  e.features["image/filename"] = Feature::of_bytes({item.key});
+  return encode_example(e);
+}
+
+// Reads, checks and (per the options) shrinks or rewrites one image into
+// its record; a failure names the file.
+Status prepare_record(const SourceItem& item, const std::vector<std::string>& classes,
+                      const ConvertOptions& options, Prepared* p) {
+  SLUICE_ASSIGN_OR_RETURN(std::string bytes, detail::read_file(item.path, kMaxImageFileBytes));
+  p->bytes_in = bytes.size();
+  if (bytes.empty()) return data_loss_error(item.path + ": empty file");
+  auto info = options.check_decode ? check_image(bytes, options.max_pixels)
+                                   : probe_image(bytes, options.max_pixels);
+  if (!info.ok()) return info.status().with_prefix(item.path);
+  Stored s{std::move(bytes), info->format, info->width, info->height, encoded_channels(*info)};
+  if (options.max_side > 0 && std::max(s.width, s.height) > options.max_side) {
+    if (Status st = shrink(options, &s); !st.ok()) return st.with_prefix(item.path);
+    p->resized = true;
+  } else if (options.rewrite_progressive && s.format == ImageFormat::kJpeg && info->progressive) {
+    auto sequential = transcode_jpeg_baseline(s.encoded, options.max_pixels);
+    if (!sequential.ok()) return sequential.status().with_prefix(item.path);
+    s.encoded = std::move(sequential).value();
+    p->rewritten = true;
+  }
+  p->record = example_record(item, classes, std::move(s));
+  return Status();
+}
+
 Prepared prepare(const SourceItem& item, const std::vector<std::string>& classes,
                  const ConvertOptions& options) {
   Prepared p;
-  auto bytes = detail::read_file(item.path, kMaxImageFileBytes);
-  if (!bytes.ok()) {
-    p.status = bytes.status();
-    return p;
-  }
-  p.bytes_in = bytes->size();
-  if (bytes->empty()) {
-    p.status = data_loss_error(item.path + ": empty file");
-    return p;
-  }
-  auto info = options.check_decode ? check_image(*bytes, options.max_pixels)
-                                   : probe_image(*bytes, options.max_pixels);
-  if (!info.ok()) {
-    p.status = info.status().with_prefix(item.path);
-    return p;
-  }
-  std::string encoded = std::move(bytes).value();
-  ImageFormat format = info->format;
-  int width = info->width, height = info->height;
-  int channels = encoded_channels(*info);
-  if (options.max_side > 0 && std::max(width, height) > options.max_side) {
-    auto image = decode_image(encoded, DecodeOptions{.max_pixels = options.max_pixels});
-    if (!image.ok()) {
-      p.status = image.status().with_prefix(item.path);
-      return p;
-    }
-    double s = static_cast<double>(options.max_side) / std::max(width, height);
-    int w = std::max(1, static_cast<int>(std::lround(width * s)));
-    int h = std::max(1, static_cast<int>(std::lround(height * s)));
-    auto jpeg = encode_jpeg(resize_image(*image, w, h), options.quality);
-    if (!jpeg.ok()) {
-      p.status = jpeg.status().with_prefix(item.path);
-      return p;
-    }
-    encoded = std::move(jpeg).value();
-    format = ImageFormat::kJpeg;
-    width = w;
-    height = h;
-    channels = 3;
-    p.resized = true;
-  }
-  if (!p.resized && options.rewrite_progressive && format == ImageFormat::kJpeg &&
-      info->progressive) {
-    auto sequential = transcode_jpeg_baseline(encoded, options.max_pixels);
-    if (!sequential.ok()) {
-      p.status = sequential.status().with_prefix(item.path);
-      return p;
-    }
-    encoded = std::move(sequential).value();
-    p.rewritten = true;
-  }
-  Example e;
-  e.features["image/encoded"] = Feature::of_bytes({std::move(encoded)});
-  e.features["image/format"] = Feature::of_bytes({std::string(image_format_name(format))});
-  e.features["image/class/label"] = Feature::of_int64s({item.label});
-  e.features["image/class/text"] = Feature::of_bytes({classes.at(static_cast<size_t>(item.label))});
-  e.features["image/height"] = Feature::of_int64s({height});
-  e.features["image/width"] = Feature::of_int64s({width});
-  e.features["image/channels"] = Feature::of_int64s({channels});
-  e.features["image/filename"] = Feature::of_bytes({item.key});
-  p.record = encode_example(e);
+  p.status = prepare_record(item, classes, options, &p);
   return p;
 }
 
