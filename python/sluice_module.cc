@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "device/libraries.h"
+#include "pipeline/stats_json.h"
 #include "sluice/dataset.h"
 #include "sluice/pipeline.h"
 #include "sluice/pipeline_options.h"
@@ -306,17 +307,10 @@ class PyPipeline {
   py::dict stats() const {
     PipelineStats s = pipe_->stats();
     double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    py::dict d, stages;
-    for (const StageSnapshot& st : s.stages) {
-      py::dict x;
-      x["items"] = st.items;
-      x["bytes"] = st.bytes;
-      x["busy_seconds"] = st.busy_ns / 1e9;
-      x["wait_seconds"] = st.wait_ns / 1e9;
-      stages[py::str(st.name)] = x;
-    }
+    py::dict d;
+    const py::object loads = py::module_::import("json").attr("loads");
     Verdict v = bottleneck_verdict(verdict_input(s, wall));
-    d["stages"] = stages;
+    d["stages"] = loads(stages_json(s, wall).dump());
     d["samples"] = s.samples;
     d["batches"] = s.batches;
     d["bad_samples"] = s.bad_samples;
@@ -328,26 +322,7 @@ class PyPipeline {
     d["tuning"] = s.tuning;
     d["verdict"] = v.text;
     d["bottleneck"] = v.bottleneck;
-    if (s.device >= 0) {
-      py::dict g, tiers;
-      g["device"] = "cuda:" + std::to_string(s.device);
-      g["gpu_augment"] = s.gpu_augment;
-      g["gpu_decode"] = s.gpu_decode;
-      g["h2d_bytes"] = s.h2d_bytes;
-      g["h2d_seconds"] = s.h2d_seconds;
-      g["kernel_seconds"] = s.kernel_seconds;
-      tiers["hardware"] = s.decoded_hardware;
-      tiers["cuda"] = s.decoded_cuda;
-      tiers["cpu"] = s.decoded_cpu;
-      g["tiers"] = tiers;
-      g["tier_fallbacks"] = s.gpu_decode_fallbacks;
-      g["hardware_share"] = s.hardware_share;
-      g["nvjpeg_refused"] = s.nvjpeg_refused;
-      g["gpu_decode_strict"] = s.gpu_decode_strict;
-      g["gpu_decode_allocations"] = s.gpu_decode_allocations;
-      g["gpu_decode_reallocations"] = s.gpu_decode_reallocations;
-      d["device"] = g;
-    }
+    if (s.device >= 0) d["device"] = loads(device_json(s, wall, -1).dump());
     py::list events;
     for (const SampleEvent& e : pipe_->events()) events.append(py::str(e.to_string()));
     d["events"] = events;

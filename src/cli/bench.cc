@@ -21,6 +21,7 @@
 #include "ops/doctor.h"
 #include "ops/report.h"
 #include "pipeline/run_status.h"
+#include "pipeline/stats_json.h"
 #include "sluice/gpu_monitor.h"
 #include "sluice/pipeline.h"
 #include "sluice/pipeline_options.h"
@@ -324,7 +325,8 @@ void print_device_summary(const RunResult& r) {
         static_cast<unsigned long long>(st.gpu_decode_reallocations),
         st.gpu_decode_strict ? "on" : "off (the library refused the flag)");
   }
-  for (const std::string& why : st.nvjpeg_refused) std::printf("nvJPEG passed over: %s\n", why.c_str());
+  for (const std::string& why : st.nvjpeg_refused)
+    std::printf("nvJPEG passed over: %s\n", why.c_str());
 }
 
 void print_summary(const BenchCli& c, const RunResult& r, const Verdict& v, uint64_t peak_rss) {
@@ -365,18 +367,6 @@ void print_summary(const BenchCli& c, const RunResult& r, const Verdict& v, uint
                 r.events.front().to_string().c_str());
   }
   std::printf("verdict: %s\n", v.text.c_str());
-}
-
-json stages_json(const RunResult& r) {
-  json stages = json::object();
-  for (const StageSnapshot& s : r.stats.stages) {
-    stages[s.name] = {{"items", s.items},
-                      {"bytes", s.bytes},
-                      {"busy_seconds", s.busy_ns / 1e9},
-                      {"wait_seconds", s.wait_ns / 1e9},
-                      {"busy_share", s.name == "batch" ? 0.0 : stage_busy_share(r, s)}};
-  }
-  return stages;
 }
 
 // The ladder users climb, each rung for the same number of batches.
@@ -446,37 +436,12 @@ json summary_json(const BenchCli& c, const RunResult& r, const Verdict& v, uint6
   j["peak_rss_bytes"] = peak;
   j["memory_budget_bytes"] = c.p.memory_budget;
   j["consumer_wait_share"] = r.seconds > 0 ? r.stats.consumer_wait_seconds / r.seconds : 0;
-  j["stages"] = stages_json(r);
+  j["stages"] = stages_json(r.stats, r.seconds);
   j["bad_samples"] = r.events.size();
   j["verdict"] = v.text;
   j["verdict_kind"] = v.kind;
   j["bottleneck"] = v.bottleneck;
-  if (r.stats.device >= 0) {
-    const PipelineStats& st = r.stats;
-    auto tier = [&](uint64_t n) {
-      return json{{"images", n}, {"images_per_second", r.seconds > 0 ? n / r.seconds : 0}};
-    };
-    j["device"] = {
-        {"device", fmt::format("cuda:{}", st.device)},
-        {"gpu_augment", st.gpu_augment},
-        {"gpu_decode", st.gpu_decode},
-        {"h2d_bytes", st.h2d_bytes},
-        {"h2d_seconds", st.h2d_seconds},
-        {"h2d_gb_per_second", st.h2d_seconds > 0 ? st.h2d_bytes / st.h2d_seconds / 1e9 : 0},
-        {"kernel_seconds", st.kernel_seconds},
-        {"device_slot_bytes", st.device_slot_bytes},
-        {"tiers",
-         {{"hardware", tier(st.decoded_hardware)},
-          {"cuda", tier(st.decoded_cuda)},
-          {"cpu", tier(st.decoded_cpu)}}},
-        {"tier_fallbacks", st.gpu_decode_fallbacks},
-        {"hardware_share", st.hardware_share},
-        {"nvjpeg_refused", st.nvjpeg_refused},
-        {"gpu_decode_strict", st.gpu_decode_strict},
-        {"gpu_decode_allocations", st.gpu_decode_allocations},
-        {"gpu_decode_reallocations", st.gpu_decode_reallocations},
-        {"gpu_busy_percent", r.gpu_busy_percent >= 0 ? json(r.gpu_busy_percent) : json(nullptr)}};
-  }
+  if (r.stats.device >= 0) j["device"] = device_json(r.stats, r.seconds, r.gpu_busy_percent);
   if (full) j["ceiling_images_per_second"] = full->images_per_second;
   if (floor) j["plan_floor_images_per_second"] = floor->images_per_second;
   json options = json::object();

@@ -1,0 +1,46 @@
+#include "pipeline/stats_json.h"
+
+#include <fmt/format.h>
+
+namespace sluice {
+
+using json = nlohmann::ordered_json;
+
+json stages_json(const PipelineStats& s, double wall) {
+  json stages = json::object();
+  for (const StageSnapshot& st : s.stages) {
+    stages[st.name] = {{"items", st.items},
+                       {"bytes", st.bytes},
+                       {"busy_seconds", st.busy_ns / 1e9},
+                       {"wait_seconds", st.wait_ns / 1e9},
+                       {"busy_share", st.name == "batch" ? 0.0 : busy_share(st, wall, s.workers)}};
+  }
+  return stages;
+}
+
+json device_json(const PipelineStats& st, double wall, double gpu_busy_percent) {
+  auto tier = [&](uint64_t n) {
+    return json{{"images", n}, {"images_per_second", wall > 0 ? n / wall : 0}};
+  };
+  return {{"device", fmt::format("cuda:{}", st.device)},
+          {"gpu_augment", st.gpu_augment},
+          {"gpu_decode", st.gpu_decode},
+          {"h2d_bytes", st.h2d_bytes},
+          {"h2d_seconds", st.h2d_seconds},
+          {"h2d_gb_per_second", st.h2d_seconds > 0 ? st.h2d_bytes / st.h2d_seconds / 1e9 : 0},
+          {"kernel_seconds", st.kernel_seconds},
+          {"device_slot_bytes", st.device_slot_bytes},
+          {"tiers",
+           {{"hardware", tier(st.decoded_hardware)},
+            {"cuda", tier(st.decoded_cuda)},
+            {"cpu", tier(st.decoded_cpu)}}},
+          {"tier_fallbacks", st.gpu_decode_fallbacks},
+          {"hardware_share", st.hardware_share},
+          {"nvjpeg_refused", st.nvjpeg_refused},
+          {"gpu_decode_strict", st.gpu_decode_strict},
+          {"gpu_decode_allocations", st.gpu_decode_allocations},
+          {"gpu_decode_reallocations", st.gpu_decode_reallocations},
+          {"gpu_busy_percent", gpu_busy_percent >= 0 ? json(gpu_busy_percent) : json(nullptr)}};
+}
+
+}  // namespace sluice
