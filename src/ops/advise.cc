@@ -111,6 +111,56 @@ Result<double> model_forward_gflops(std::string_view model) {
                                 "' (resnet18, resnet50, seed-cnn)");
 }
 
+namespace {
+
+// How every row is derived, in words, for the report.
+std::vector<std::string> derivation(const AdviseInput& in, double anchor_gflops,
+                                    double model_gflops) {
+  std::vector<std::string> d;
+  d.push_back(
+      fmt::format("GPU images/s: the anchor ({} training {} in {} at {:.0f} images/s) scaled by "
+                  "sqrt(peak {} TFLOPS ratio x "
+                  "memory bandwidth ratio) to each GPU, by the FLOPs ratio {} / {} ({:.2f} / "
+                  "{:.2f} GFLOPs forward), and by the "
+                  "GPU count (linear, data parallel)",
+                  in.anchor_gpu, in.anchor_model, in.anchor_amp, in.anchor_images_per_second,
+                  in.amp == "off" ? "tf32/fp32" : in.amp, in.anchor_model, in.model, anchor_gflops,
+                  model_gflops));
+  d.push_back(
+      fmt::format("CPU cores needed: GPU images/s / {:.0f} images/s per core, the rate your "
+                  "`sluice bench` measured on your data",
+                  in.cpu_images_per_core));
+  d.push_back(in.cores > 0 ? fmt::format("input-bound: cores needed > {} cores", in.cores)
+                           : "input-bound: not judged (give --cores)");
+  d.push_back(fmt::format("epoch: {} images at the slower of the GPUs and {} cores of input",
+                          in.images, in.cores > 0 ? std::to_string(in.cores) : "enough"));
+  d.push_back(in.prices.empty() ? "cost: no prices given (--prices FILE, per GPU-hour)"
+                                : "cost: epoch hours x GPU count x your price per GPU-hour");
+  return d;
+}
+
+// `n` GPUs of type g at `one` images/s each, against the input's cores.
+AdviseRow advise_row(const AdviseInput& in, const GpuType& g, const std::string& precision,
+                     double one, int n) {
+  AdviseRow row;
+  row.gpu = g.name;
+  row.count = n;
+  row.precision = precision;
+  row.gpu_images_per_second = one * n;
+  row.cores_needed = row.gpu_images_per_second / in.cpu_images_per_core;
+  const double input_rate =
+      in.cores > 0 ? in.cores * in.cpu_images_per_core : row.gpu_images_per_second;
+  row.input_bound = in.cores > 0 && row.cores_needed > in.cores;
+  const double rate = std::min(row.gpu_images_per_second, input_rate);
+  row.epoch_seconds = rate > 0 ? static_cast<double>(in.images) / rate : INFINITY;
+  if (auto price = in.prices.find(g.name); price != in.prices.end()) {
+    row.cost_per_epoch = row.epoch_seconds / 3600 * n * price->second;
+  }
+  return row;
+}
+
+}  // namespace
+
 Result<AdviseReport> advise(const AdviseInput& in) {
   if (in.cpu_images_per_core <= 0) {
     return invalid_argument_error(
@@ -124,30 +174,9 @@ Result<AdviseReport> advise(const AdviseInput& in) {
   SLUICE_ASSIGN_OR_RETURN(double model_gflops, model_forward_gflops(in.model));
   SLUICE_ASSIGN_OR_RETURN(double anchor_gflops, model_forward_gflops(in.anchor_model));
   std::string anchor_used;
-  double anchor_peak = peak(*anchor, in.anchor_amp, &anchor_used);
+  const double anchor_peak = peak(*anchor, in.anchor_amp, &anchor_used);
   AdviseReport r;
-  r.derivation.push_back(
-      fmt::format("GPU images/s: the anchor ({} training {} in {} at {:.0f} images/s) scaled by "
-                  "sqrt(peak {} TFLOPS ratio x "
-                  "memory bandwidth ratio) to each GPU, by the FLOPs ratio {} / {} ({:.2f} / "
-                  "{:.2f} GFLOPs forward), and by the "
-                  "GPU count (linear, data parallel)",
-                  in.anchor_gpu, in.anchor_model, in.anchor_amp, in.anchor_images_per_second,
-                  in.amp == "off" ? "tf32/fp32" : in.amp, in.anchor_model, in.model, anchor_gflops,
-                  model_gflops));
-  r.derivation.push_back(
-      fmt::format("CPU cores needed: GPU images/s / {:.0f} images/s per core, the rate your "
-                  "`sluice bench` measured on your data",
-                  in.cpu_images_per_core));
-  r.derivation.push_back(in.cores > 0
-                             ? fmt::format("input-bound: cores needed > {} cores", in.cores)
-                             : "input-bound: not judged (give --cores)");
-  r.derivation.push_back(
-      fmt::format("epoch: {} images at the slower of the GPUs and {} cores of input", in.images,
-                  in.cores > 0 ? std::to_string(in.cores) : "enough"));
-  r.derivation.push_back(in.prices.empty()
-                             ? "cost: no prices given (--prices FILE, per GPU-hour)"
-                             : "cost: epoch hours x GPU count x your price per GPU-hour");
+  r.derivation = derivation(in, anchor_gflops, model_gflops);
   for (const std::string& name : in.only) {
     if (!find(in.catalog, name))
       return not_found_error("GPU type '" + name + "' is not in the catalogue");
@@ -156,26 +185,10 @@ Result<AdviseReport> advise(const AdviseInput& in) {
     if (!in.only.empty() && std::find(in.only.begin(), in.only.end(), g.name) == in.only.end())
       continue;
     std::string used;
-    double p = peak(g, in.amp, &used);
-    double scale = std::sqrt((p / anchor_peak) * (g.bandwidth_gbs / anchor->bandwidth_gbs));
-    double one = in.anchor_images_per_second * scale * (anchor_gflops / model_gflops);
-    for (int n : in.counts) {
-      AdviseRow row;
-      row.gpu = g.name;
-      row.count = n;
-      row.precision = used;
-      row.gpu_images_per_second = one * n;
-      row.cores_needed = row.gpu_images_per_second / in.cpu_images_per_core;
-      double input_rate =
-          in.cores > 0 ? in.cores * in.cpu_images_per_core : row.gpu_images_per_second;
-      row.input_bound = in.cores > 0 && row.cores_needed > in.cores;
-      double rate = std::min(row.gpu_images_per_second, input_rate);
-      row.epoch_seconds = rate > 0 ? static_cast<double>(in.images) / rate : INFINITY;
-      if (auto price = in.prices.find(g.name); price != in.prices.end()) {
-        row.cost_per_epoch = row.epoch_seconds / 3600 * n * price->second;
-      }
-      r.rows.push_back(row);
-    }
+    const double p = peak(g, in.amp, &used);
+    const double scale = std::sqrt((p / anchor_peak) * (g.bandwidth_gbs / anchor->bandwidth_gbs));
+    const double one = in.anchor_images_per_second * scale * (anchor_gflops / model_gflops);
+    for (int n : in.counts) r.rows.push_back(advise_row(in, g, used, one, n));
   }
   return r;
 }
