@@ -81,14 +81,12 @@ Result<AugmentMode> parse_augment(std::string_view v) {
   return invalid_argument_error("expected train, eval or resize, got '" + std::string(v) + "'");
 }
 
-std::vector<OptionSpec> build() {
-  using O = PipelineOptions;
-  std::vector<OptionSpec> s;
-  auto add = [&](std::string name, std::string flag, std::string def, std::string help,
-                 std::function<Status(std::string_view, O*)> set) {
-    s.push_back(
-        {std::move(name), std::move(flag), std::move(def), std::move(help), std::move(set)});
-  };
+using O = PipelineOptions;
+using Add = std::function<void(std::string, std::string, std::string, std::string,
+                               std::function<Status(std::string_view, O*)>)>;
+
+// What is read, and how each sample comes out.
+void add_sample_options(const Add& add) {
   add("split", "--split", "train", "split of a dataset folder", [](std::string_view v, O* o) {
     o->split = std::string(v);
     return Status();
@@ -146,6 +144,10 @@ std::vector<OptionSpec> build() {
         o->crop.scale_max = hi;
         return Status();
       });
+}
+
+// The epoch's order and this rank's part of it.
+void add_plan_options(const Add& add) {
   add("seed", "--seed", "0", "seed of the order and the augmentation",
       [](std::string_view v, O* o) {
         return parse_number<uint64_t>("seed", v, 0, UINT64_MAX, &o->seed);
@@ -158,6 +160,10 @@ std::vector<OptionSpec> build() {
   add("drop_last", "--drop-last", "true",
       "drop the remainder (true) or pad by wrapping around (false)",
       [](std::string_view v, O* o) { return parse_bool("drop_last", v, &o->drop_last); });
+}
+
+// Threads and memory.
+void add_engine_options(const Add& add) {
   add("workers", "--workers", "auto", "worker threads, or auto",
       [](std::string_view v, O* o) { return parse_auto("workers", v, &o->workers); });
   add("prefetch", "--prefetch", "auto",
@@ -170,6 +176,10 @@ std::vector<OptionSpec> build() {
         o->memory_budget = static_cast<uint64_t>(mb * 1024 * 1024);
         return Status();
       });
+}
+
+// Delivery to a GPU, and decoding there.
+void add_device_options(const Add& add) {
   add("device", "--device", "cpu",
       "where batches are delivered: cpu (host memory) | cuda | cuda:N (pinned ring, copies on "
       "their own stream)",
@@ -205,6 +215,10 @@ std::vector<OptionSpec> build() {
         o->device_memory_budget = static_cast<uint64_t>(mb * 1024 * 1024);
         return Status();
       });
+}
+
+// Bad samples, the orders' knobs, decoding and the records' keys.
+void add_record_options(const Add& add) {
   add("on_error", "--on-error", "warn", "a bad sample: fail | skip | warn",
       [](std::string_view v, O* o) {
         return parse_enum("on_error", parse_error_policy(v), &o->on_error);
@@ -229,6 +243,21 @@ std::vector<OptionSpec> build() {
         o->keys.label = std::string(v);
         return Status();
       });
+}
+
+// The table, in the order --help and the Python docstring list it.
+std::vector<OptionSpec> build() {
+  std::vector<OptionSpec> s;
+  const Add add = [&](std::string name, std::string flag, std::string def, std::string help,
+                      std::function<Status(std::string_view, O*)> set) {
+    s.push_back(
+        {std::move(name), std::move(flag), std::move(def), std::move(help), std::move(set)});
+  };
+  add_sample_options(add);
+  add_plan_options(add);
+  add_engine_options(add);
+  add_device_options(add);
+  add_record_options(add);
   return s;
 }
 
