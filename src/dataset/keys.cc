@@ -1,6 +1,5 @@
-#include "sluice/dataset.h"
-
 #include "base/enum_names.h"
+#include "sluice/dataset.h"
 
 namespace sluice {
 

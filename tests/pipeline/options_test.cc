@@ -1,13 +1,12 @@
 // The pipeline's option table (sluice/pipeline_options.h) against the
 // struct it fills: the CLI's --help and Python's docstring show each
 // option's default as text, so that text must be the struct's default.
-#include "sluice/pipeline_options.h"
-
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "device/jpeg_tiers.h"
+#include "sluice/pipeline_options.h"
 
 namespace sluice {
 namespace {
