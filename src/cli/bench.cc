@@ -273,14 +273,6 @@ Result<RunResult> run_pipeline(const PipelineOptions& po, int epochs, int64_t ma
   return r;
 }
 
-double stage_busy_share(const RunResult& r, const StageSnapshot& s) {
-  return busy_share(s, r.seconds, r.stats.workers);
-}
-
-Verdict verdict_of(const RunResult& r) {
-  return bottleneck_verdict(verdict_input(r.stats, r.seconds));
-}
-
 Status parse_options(BenchCli& c) {
   PipelineOptions& p = c.p;
   p.sources = {c.data};
@@ -348,7 +340,7 @@ void print_summary(const BenchCli& c, const RunResult& r, const Verdict& v, uint
   for (const StageSnapshot& s : st.stages) {
     if (s.name == "idle") idle = s.wait_ns / 1e9;
     if (!is_worker_stage(s.name)) continue;
-    std::printf("  %s %.0f %%", s.name.c_str(), 100 * stage_busy_share(r, s));
+    std::printf("  %s %.0f %%", s.name.c_str(), 100 * busy_share(s, r.seconds, r.stats.workers));
   }
   std::printf(
       "\nwaiting: the consumer waited %.0f %% of the time for batches; workers waited %.0f %% of "
@@ -547,7 +539,7 @@ Status bench(const BenchCli& c, const std::vector<AblationRow>& ablation) {
     std::printf("digest all %016llx\n", static_cast<unsigned long long>(r.digest_all));
   auto proc = sample_process();
   const uint64_t peak = proc.ok() ? proc->peak_rss_bytes : 0;
-  const Verdict v = verdict_of(r);
+  const Verdict v = bottleneck_verdict(verdict_input(r.stats, r.seconds));
   if (!c.quiet) print_summary(c, r, v, peak);
   std::optional<ReferenceResult> full, floor;
   if (c.ceiling) SLUICE_RETURN_IF_ERROR(measure_ceiling(c, r, &full, &floor));

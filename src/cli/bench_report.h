@@ -1,6 +1,6 @@
 // bench --report: the time series gathered while the pipeline runs, and
 // the checks and writing around the page (the page itself is
-// render_report_html, sluice/report.h).
+// render_report_html, ops/report.h).
 #pragma once
 
 #include <chrono>

@@ -9,21 +9,6 @@
 
 namespace sluice {
 
-VerdictInput verdict_input(const PipelineStats& stats, double wall_seconds) {
-  VerdictInput in;
-  in.wall_seconds = wall_seconds;
-  in.consumer_wait_seconds = stats.consumer_wait_seconds;
-  in.workers = stats.workers;
-  for (const StageSnapshot& s : stats.stages) {
-    if (is_worker_stage(s.name)) in.stages.push_back(s);
-  }
-  return in;
-}
-
-double busy_share(const StageSnapshot& stage, double wall_seconds, int workers) {
-  return wall_seconds > 0 && workers > 0 ? stage.busy_ns / 1e9 / (wall_seconds * workers) : 0;
-}
-
 std::string run_status_json(std::string_view job, const RunStatus& run, const PipelineStats& stats,
                             double images_per_second) {
   using json = nlohmann::json;

@@ -6,6 +6,21 @@ namespace sluice {
 
 using json = nlohmann::ordered_json;
 
+VerdictInput verdict_input(const PipelineStats& stats, double wall_seconds) {
+  VerdictInput in;
+  in.wall_seconds = wall_seconds;
+  in.consumer_wait_seconds = stats.consumer_wait_seconds;
+  in.workers = stats.workers;
+  for (const StageSnapshot& s : stats.stages) {
+    if (is_worker_stage(s.name)) in.stages.push_back(s);
+  }
+  return in;
+}
+
+double busy_share(const StageSnapshot& stage, double wall_seconds, int workers) {
+  return wall_seconds > 0 && workers > 0 ? stage.busy_ns / 1e9 / (wall_seconds * workers) : 0;
+}
+
 json stages_json(const PipelineStats& s, double wall) {
   json stages = json::object();
   for (const StageSnapshot& st : s.stages) {

@@ -1,6 +1,7 @@
 // PipelineStats as JSON, defined once: `sluice bench --json`'s "stages"
 // and "device" (docs/formats.md, "Bench summary") and the same parts of
-// the Python module's Pipeline.stats().
+// the Python module's Pipeline.stats(). Here too: verdict_input and
+// busy_share (declared in sluice/pipeline.h), which all of them use.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -51,8 +51,8 @@ double LrSchedule::at(double t) const {
 
 namespace {
 
-// One parameter group per decay: the optimiser's options with weight decay
-// `wd` (OptionsFor is SGDOptions, AdamOptions or AdamWOptions).
+// One parameter group per decay: make_options(wd) gives the optimiser's
+// options (SGDOptions, AdamOptions or AdamWOptions) with weight decay wd.
 template <typename Optim, typename MakeOptions>
 std::unique_ptr<torch::optim::Optimizer> grouped(const TrainOptions& o,
                                                  const std::vector<torch::Tensor>& params,
