@@ -15,6 +15,9 @@ find_package(hwy REQUIRED)
 
 pkg_check_modules(ISAL REQUIRED IMPORTED_TARGET libisal)
 pkg_check_modules(SPNG REQUIRED IMPORTED_TARGET spng)
+# libcurl (libcurl4-openssl-dev): s3:// and http(s):// sources, with its
+# own SigV4 signing (CURLOPT_AWS_SIGV4, 7.75+; bookworm has 7.88).
+pkg_check_modules(CURL REQUIRED IMPORTED_TARGET libcurl>=7.75)
 
 # Debian's libopencv-imgproc-dev ships headers and libraries but no CMake
 # package (that comes with the full libopencv-dev), so find the two

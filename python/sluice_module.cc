@@ -323,6 +323,7 @@ class PyPipeline {
     d["verdict"] = v.text;
     d["bottleneck"] = v.bottleneck;
     if (s.device >= 0) d["device"] = loads(device_json(s, wall, -1).dump());
+    if (s.remote) d["remote"] = loads(remote_json(s).dump());
     py::list events;
     for (const SampleEvent& e : pipe_->events()) events.append(py::str(e.to_string()));
     d["events"] = events;

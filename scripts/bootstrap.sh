@@ -27,7 +27,7 @@ esac
 packages=(
   build-essential cmake ninja-build pkg-config ccache git
   libturbojpeg0-dev libjpeg62-turbo-dev libspng-dev libopencv-imgproc-dev libhwy-dev
-  libisal-dev zlib1g-dev libprotobuf-dev protobuf-compiler
+  libisal-dev zlib1g-dev libprotobuf-dev protobuf-compiler libcurl4-openssl-dev ca-certificates
   libcli11-dev libfmt-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-dev python3-venv pybind11-dev libdlpack-dev

@@ -93,8 +93,20 @@ struct PipelineOptions {
   // fit the memory budget, at most two per worker).
   int workers = 0;
   int prefetch = 0;
-  // Everything in flight: ring slots plus per-worker scratch.
+  // Everything in flight: ring slots, per-worker scratch and, for remote
+  // shards, the read-ahead.
   uint64_t memory_budget = uint64_t{2} << 30;
+
+  // Remote shards (s3://, http(s)://): records fetched ahead of the workers
+  // along the epoch's order, by this many requests in flight per worker,
+  // holding at most read_ahead_bytes (part of memory_budget).
+  int remote_requests_per_worker = 4;
+  uint64_t read_ahead_bytes = uint64_t{64} << 20;
+  // A folder where whole remote shards are kept after their first use, so
+  // later epochs read them from disk (empty = no cache); at most
+  // cache_bytes, least recently used shards evicted first.
+  std::string cache_dir;
+  uint64_t cache_bytes = uint64_t{100} << 30;
 
   // Where batches are delivered: -1 is host memory; N is CUDA device N
   // ("cuda:N"). On a device the ring's slots are pinned host memory, each
@@ -266,6 +278,13 @@ struct PipelineStats {
   uint64_t h2d_bytes = 0;
   double h2d_seconds = 0;     // device time of the host-to-device copies
   double kernel_seconds = 0;  // device time of the fused kernel
+  // Remote shards (s3://, http(s)://): whether the source is remote, the
+  // HTTP requests made since the pipeline opened (retries included), the
+  // retries, the requests given up on, the body bytes received; and, with
+  // a cache folder, the shards found whole in it and those fetched into it.
+  bool remote = false;
+  uint64_t remote_requests = 0, remote_retries = 0, remote_failures = 0, remote_bytes = 0;
+  uint64_t cache_hits = 0, cache_fills = 0;
 };
 
 // The verdict's inputs for a run of `wall_seconds` that ended with `stats`:

@@ -179,6 +179,11 @@ class RecordFile {
   // reused across calls) and *record views the data inside it, valid while
   // *buffer is unchanged. Thread-safe with one buffer per thread.
   virtual Status read(size_t i, std::string* buffer, std::string_view* record) const = 0;
+  // Reads records first .. first+count-1 into *buffer, one view each in
+  // *records: one read (one request, for an object) when they lie end to end
+  // in an uncompressed file. Thread-safe with one buffer per thread.
+  virtual Status read_span(size_t first, size_t count, std::string* buffer,
+                           std::vector<std::string_view>* records) const = 0;
   virtual const std::string& path() const = 0;
   virtual Compression compression() const = 0;
 };

@@ -434,6 +434,7 @@ json summary_json(const BenchCli& c, const RunResult& r, const Verdict& v, uint6
   j["verdict_kind"] = v.kind;
   j["bottleneck"] = v.bottleneck;
   if (r.stats.device >= 0) j["device"] = device_json(r.stats, r.seconds, r.gpu_busy_percent);
+  if (r.stats.remote) j["remote"] = remote_json(r.stats);
   if (full) j["ceiling_images_per_second"] = full->images_per_second;
   if (floor) j["plan_floor_images_per_second"] = floor->images_per_second;
   json options = json::object();

@@ -7,6 +7,8 @@
 #include <optional>
 
 #include "base/file_util.h"
+#include "remote/files.h"
+#include "remote/url.h"
 #include "sluice/dataset.h"
 
 namespace sluice {
@@ -28,8 +30,49 @@ bool looks_like_record_file(const fs::path& p) {
   return name.find(".tmp-") == std::string::npos;
 }
 
+// A dataset folder's shards, as its manifest lists them.
+Status add_manifest(const std::string& dir, std::vector<Target>* targets,
+                    std::vector<std::unique_ptr<DatasetManifest>>* manifests,
+                    InspectReport* report) {
+  SLUICE_ASSIGN_OR_RETURN(DatasetManifest m, read_manifest(dir));
+  manifests->push_back(std::make_unique<DatasetManifest>(std::move(m)));
+  const DatasetManifest& mp = *manifests->back();
+  if (report->classes.empty()) report->classes = mp.classes;
+  for (const auto& [name, split] : mp.splits) {
+    for (const ShardInfo& s : split.shards) {
+      targets->push_back(
+          {remote::is_url(dir) ? remote::join(dir, s.file) : (fs::path(dir) / s.file).string(),
+           &s});
+    }
+  }
+  return Status();
+}
+
+// An s3:// or http(s):// object, folder or pattern.
+Status resolve_url(const std::string& arg, std::vector<Target>* targets,
+                   std::vector<std::unique_ptr<DatasetManifest>>* manifests,
+                   InspectReport* report) {
+  if (arg.find_first_of("*?[") == std::string::npos) {
+    SLUICE_ASSIGN_OR_RETURN(bool manifest, remote::exists(remote::join(arg, kManifestName)));
+    if (manifest) return add_manifest(arg, targets, manifests, report);
+  }
+  bool folder = false;
+  SLUICE_ASSIGN_OR_RETURN(auto found, remote::expand(arg, &folder));
+  size_t before = targets->size();
+  for (const std::string& f : found) {
+    if (found.size() == 1 && !folder) {
+      targets->push_back({f});
+    } else if (looks_like_record_file(fs::path(f.substr(f.rfind('/') + 1)))) {
+      targets->push_back({f});
+    }
+  }
+  if (targets->size() == before) return not_found_error(arg + ": no record objects under it");
+  return Status();
+}
+
 Status resolve(const std::string& arg, std::vector<Target>* targets,
                std::vector<std::unique_ptr<DatasetManifest>>* manifests, InspectReport* report) {
+  if (remote::is_url(arg)) return resolve_url(arg, targets, manifests, report);
   std::error_code ec;
   if (arg.find_first_of("*?[") != std::string::npos && !fs::exists(arg, ec)) {
     glob_t g{};
@@ -47,16 +90,7 @@ Status resolve(const std::string& arg, std::vector<Target>* targets,
     return Status();
   }
   if (fs::exists(fs::path(arg) / kManifestName, ec)) {
-    SLUICE_ASSIGN_OR_RETURN(DatasetManifest m, read_manifest(arg));
-    manifests->push_back(std::make_unique<DatasetManifest>(std::move(m)));
-    const DatasetManifest& mp = *manifests->back();
-    if (report->classes.empty()) report->classes = mp.classes;
-    for (const auto& [name, split] : mp.splits) {
-      for (const ShardInfo& s : split.shards) {
-        targets->push_back({(fs::path(arg) / s.file).string(), &s});
-      }
-    }
-    return Status();
+    return add_manifest(arg, targets, manifests, report);
   }
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(arg, ec)) {
@@ -107,8 +141,8 @@ class Inspector {
   }
 
   void scan(const Target& t, FileSummary* f) {
-    std::error_code ec;
-    f->file_bytes = fs::file_size(t.path, ec);
+    auto bytes = remote::file_size(t.path);
+    f->file_bytes = bytes.ok() ? *bytes : 0;
     auto reader = RecordReader::open(t.path);
     if (!reader.ok()) {
       problem(t.path, -1, bare(reader.status(), t.path, -1));
@@ -226,8 +260,15 @@ class Inspector {
   void verify_file(const Target& t, const FileSummary& f, const std::vector<IndexEntry>& entries) {
     std::error_code ec;
     std::string idx = index_path_for(t.path);
-    if (t.shard) idx = (fs::path(t.path).parent_path() / t.shard->index).string();
-    if (fs::exists(idx, ec)) {
+    if (t.shard) {
+      idx = remote::is_url(t.path)
+                ? remote::join(t.path.substr(0, t.path.rfind('/')), t.shard->index)
+                : (fs::path(t.path).parent_path() / t.shard->index).string();
+    }
+    auto have_index = remote::exists(idx);
+    if (!have_index.ok()) {
+      problem(idx, -1, std::string(have_index.status().message()));
+    } else if (*have_index) {
       auto index = read_index(idx);
       if (!index.ok()) {
         problem(idx, -1, bare(index.status(), idx, -1));

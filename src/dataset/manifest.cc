@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "base/file_util.h"
+#include "remote/files.h"
+#include "remote/url.h"
 #include "sluice/dataset.h"
 
 namespace sluice {
@@ -184,13 +186,19 @@ std::string format_manifest(const DatasetManifest& m) {
 Result<DatasetManifest> read_manifest(const std::string& dir_or_file) {
   std::string path = dir_or_file;
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
+  if (remote::is_url(path)) {
+    // An object URL names the manifest itself, or the folder it is in.
+    if (!path.ends_with(".json")) path = remote::join(path, kManifestName);
+  } else if (std::filesystem::is_directory(path, ec)) {
     path = (std::filesystem::path(path) / kManifestName).string();
-  SLUICE_ASSIGN_OR_RETURN(std::string text, detail::read_file(path, kMaxManifestBytes));
+  }
+  SLUICE_ASSIGN_OR_RETURN(std::string text, remote::read_whole(path, kMaxManifestBytes));
   return parse_manifest(text, path);
 }
 
 Status write_manifest(const std::string& dir, const DatasetManifest& manifest) {
+  if (remote::is_url(dir))
+    return remote::write_whole(remote::join(dir, kManifestName), format_manifest(manifest));
   return detail::write_file_atomic((std::filesystem::path(dir) / kManifestName).string(),
                                    format_manifest(manifest));
 }

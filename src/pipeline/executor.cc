@@ -50,6 +50,7 @@ void Pipeline::Impl::reset(uint64_t new_epoch, uint64_t first_batch) {
   first_batch = std::min(first_batch, batches);
   next_hand = next_assign = next_stage = first_batch;
   next_sample = first_batch * static_cast<uint64_t>(o.batch_size);
+  source->will_read(plan, next_sample, workers);
   batch_slot.clear();
   for (size_t i = 0; i < slots.size(); ++i) {
     Slot& s = slots[i];

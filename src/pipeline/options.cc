@@ -176,6 +176,32 @@ void add_engine_options(const Add& add) {
         o->memory_budget = static_cast<uint64_t>(mb * 1024 * 1024);
         return Status();
       });
+  add("remote_requests_per_worker", "--requests-per-worker", "4",
+      "remote shards: ranged GETs in flight per worker", [](std::string_view v, O* o) {
+        return parse_number<int>("remote_requests_per_worker", v, 1, 64,
+                                 &o->remote_requests_per_worker);
+      });
+  add("read_ahead_mb", "--read-ahead", "64",
+      "remote shards: MiB of records fetched ahead (within the memory budget)",
+      [](std::string_view v, O* o) {
+        double mb = 0;
+        SLUICE_RETURN_IF_ERROR(parse_number<double>("read_ahead_mb", v, 0.0625, 1 << 20, &mb));
+        o->read_ahead_bytes = static_cast<uint64_t>(mb * 1024 * 1024);
+        return Status();
+      });
+  add("cache_dir", "--cache-dir", "",
+      "remote shards: keep whole shards in this folder after first use (LRU)",
+      [](std::string_view v, O* o) {
+        o->cache_dir = std::string(v);
+        return Status();
+      });
+  add("cache_size_gb", "--cache-size", "100", "GiB the cache folder may hold",
+      [](std::string_view v, O* o) {
+        double gb = 0;
+        SLUICE_RETURN_IF_ERROR(parse_number<double>("cache_size_gb", v, 1e-6, 1 << 20, &gb));
+        o->cache_bytes = static_cast<uint64_t>(gb * (1 << 30));
+        return Status();
+      });
 }
 
 // Delivery to a GPU, and decoding there.

@@ -216,7 +216,9 @@ Status Pipeline::Impl::plan_device(DevicePlan* plan) {
 // Workers and batch slots (pipeline/sizing.h), said in `tuning`.
 Status Pipeline::Impl::size_ring(const DevicePlan& plan) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  SLUICE_ASSIGN_OR_RETURN(detail::RingSize r, detail::size_ring(o, slot_bytes, plan.fit, cores));
+  const uint64_t read_ahead = source->kind() == "remote shards" ? o.read_ahead_bytes : 0;
+  SLUICE_ASSIGN_OR_RETURN(detail::RingSize r,
+                          detail::size_ring(o, slot_bytes, plan.fit, cores, read_ahead));
   workers = r.workers;
   prefetch = r.prefetch;
   tuning = std::move(r.tuning);
@@ -450,6 +452,7 @@ PipelineStats Pipeline::stats() const {
   for (const Slot& slot : impl_->slots) s.ready_batches += slot.state == ready;
   s.slot_bytes = impl_->slot_bytes;
   s.tuning = impl_->tuner->note().empty() ? impl_->tuning : impl_->tuner->note();
+  impl_->source->add_stats(&s);
   if (impl_->dev) {
     auto c = impl_->dev->counters();
     s.device = impl_->o.device;

@@ -14,7 +14,7 @@ size_t arena_per_sample(const SampleSpec& spec) {
 }
 
 Result<RingSize> size_ring(const PipelineOptions& o, uint64_t slot_bytes, uint64_t device_fit,
-                           int cores) {
+                           int cores, uint64_t reserved) {
   RingSize r;
   r.workers = o.workers > 0 ? o.workers : std::max(1, cores);
   const char* how = o.workers > 0 ? "set" : "one per core";
@@ -23,13 +23,13 @@ Result<RingSize> size_ring(const PipelineOptions& o, uint64_t slot_bytes, uint64
     r.tuning = fmt::format("workers {} ({}), prefetch {} (set)", r.workers, how, r.prefetch);
     return r;
   }
-  const uint64_t scratch = static_cast<uint64_t>(r.workers) * kWorkerScratchBytes;
+  const uint64_t scratch = static_cast<uint64_t>(r.workers) * kWorkerScratchBytes + reserved;
   const uint64_t room = o.memory_budget > scratch ? o.memory_budget - scratch : 0;
   const uint64_t fit = std::min(room / std::max<uint64_t>(1, slot_bytes), device_fit);
   if (fit < 2) {
     return invalid_argument_error(fmt::format(
         "memory budget of {} MB is too small: two batch slots of {} MB plus {} MB of "
-        "worker scratch "
+        "worker scratch and read-ahead "
         "need {} MB (raise the budget, or lower batch size or image size)",
         o.memory_budget >> 20, slot_bytes >> 20, scratch >> 20, (2 * slot_bytes + scratch) >> 20));
   }

@@ -33,7 +33,8 @@ struct RingSize {
 // holds; UINT64_MAX on the host) allow, up to two per worker: they hide
 // the jitter of single slow samples, and more only adds memory. Fewer than
 // two slots fit: kInvalidArgument saying what to raise or lower.
+// `reserved` is taken from the budget first (a remote source's read-ahead).
 Result<RingSize> size_ring(const PipelineOptions& o, uint64_t slot_bytes, uint64_t device_fit,
-                           int cores);
+                           int cores, uint64_t reserved = 0);
 
 }  // namespace sluice::detail

@@ -33,8 +33,14 @@ class SampleSource {
   // record has none), or an image file's path below the tree's root.
   virtual Result<std::string> key(uint64_t id) const = 0;
   virtual const std::vector<std::string>& classes() const = 0;
-  // "shards" or "image folder", for reports.
+  // "shards", "remote shards" or "image folder", for reports.
   virtual std::string kind() const = 0;
+  // The order the next reads follow: `plan` from position `first`, read by
+  // `workers` threads (remote sources fetch ahead along it).
+  virtual void will_read(std::shared_ptr<const std::vector<uint32_t>> /*plan*/, uint64_t /*first*/,
+                         int /*workers*/) {}
+  // Adds what the source counts (requests, retries, cache) to `stats`.
+  virtual void add_stats(PipelineStats* /*stats*/) const {}
 };
 
 Result<std::unique_ptr<SampleSource>> open_sample_source(const PipelineOptions& options);

@@ -58,4 +58,10 @@ json device_json(const PipelineStats& st, double wall, double gpu_busy_percent) 
           {"gpu_busy_percent", gpu_busy_percent >= 0 ? json(gpu_busy_percent) : json(nullptr)}};
 }
 
+json remote_json(const PipelineStats& st) {
+  return {{"requests", st.remote_requests}, {"retries", st.remote_retries},
+          {"failures", st.remote_failures}, {"bytes", st.remote_bytes},
+          {"cache_hits", st.cache_hits},    {"cache_fills", st.cache_fills}};
+}
+
 }  // namespace sluice

@@ -20,4 +20,8 @@ nlohmann::ordered_json stages_json(const PipelineStats& stats, double wall_secon
 nlohmann::ordered_json device_json(const PipelineStats& stats, double wall_seconds,
                                    double gpu_busy_percent);
 
+// Remote shards (stats.remote): requests, retries, failures, bytes and
+// the cache's hits and fills.
+nlohmann::ordered_json remote_json(const PipelineStats& stats);
+
 }  // namespace sluice

@@ -3,6 +3,7 @@
 #include "base/enum_names.h"
 #include "base/file_util.h"
 #include "record/format.h"
+#include "record/stream.h"
 #include "sluice/record.h"
 
 namespace sluice {
@@ -25,9 +26,9 @@ Result<Compression> parse_compression(std::string_view name) {
 }
 
 Result<Compression> detect_compression(const std::string& path) {
-  SLUICE_ASSIGN_OR_RETURN(detail::File f, detail::File::open_read(path));
+  SLUICE_ASSIGN_OR_RETURN(auto f, detail::open_input_stream(path, Compression::kNone));
   unsigned char head[record_format::kHeaderBytes];
-  SLUICE_ASSIGN_OR_RETURN(size_t n, f.pread(0, head, sizeof(head)));
+  SLUICE_ASSIGN_OR_RETURN(size_t n, f->pread(0, head, sizeof(head)));
   // A valid TFRecord header wins: a plain record whose length happens to
   // begin with gzip or zlib magic bytes (e.g. 40056 = 78 9c) is still plain.
   if (n == sizeof(head)) {

@@ -7,6 +7,7 @@
 
 #include "base/file_util.h"
 #include "record/format.h"
+#include "record/stream.h"
 #include "sluice/record.h"
 
 namespace sluice {
@@ -31,12 +32,12 @@ uint32_t crc32c(std::string_view data) {
 }
 
 Result<uint32_t> crc32c_of_file(const std::string& path, uint64_t* bytes) {
-  SLUICE_ASSIGN_OR_RETURN(detail::File f, detail::File::open_read(path));
+  SLUICE_ASSIGN_OR_RETURN(auto f, detail::open_input_stream(path, Compression::kNone));
   std::vector<char> buf(size_t{1} << 20);
   uint32_t crc = 0;
   *bytes = 0;
   for (;;) {
-    SLUICE_ASSIGN_OR_RETURN(size_t n, f.read(buf.data(), buf.size()));
+    SLUICE_ASSIGN_OR_RETURN(size_t n, f->read(buf.data(), buf.size()));
     if (n == 0) return crc;
     crc = crc32c_extend(crc, std::string_view(buf.data(), n));
     *bytes += n;

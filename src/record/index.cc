@@ -7,6 +7,7 @@
 #include "base/mutex.h"
 #include "record/format.h"
 #include "record/stream.h"
+#include "remote/files.h"
 #include "sluice/record.h"
 
 namespace sluice {
@@ -81,7 +82,58 @@ class IndexedRecordFile final : public RecordFile {
     return read_compressed(e, buffer, record);
   }
 
+  Status read_span(size_t first, size_t count, std::string* buffer,
+                   std::vector<std::string_view>* records) const override {
+    records->clear();
+    if (count == 0) return Status();
+    if (first >= index_.size() || count > index_.size() - first) {
+      return out_of_range_error(path_ + ": records " + std::to_string(first) + "+" +
+                                std::to_string(count) + " of " + std::to_string(index_.size()));
+    }
+    uint64_t bytes = 0;
+    bool contiguous = plain_ != nullptr;
+    for (size_t i = first; i < first + count; ++i) {
+      if (i > first && index_[i].offset != index_[i - 1].offset + index_[i - 1].size)
+        contiguous = false;
+      bytes += index_[i].size;
+      if (index_[i].size > options_.max_record_bytes + kFramingBytes) contiguous = false;
+    }
+    if (!contiguous) return read_each(first, count, buffer, records);
+    const uint64_t start = index_[first].offset;
+    buffer->resize(bytes);
+    SLUICE_ASSIGN_OR_RETURN(size_t got, plain_->pread(start, buffer->data(), bytes));
+    if (got != bytes) {
+      return data_loss_error(path_ + ": offset " + std::to_string(start) +
+                             ": truncated records (file ends after " + std::to_string(got) +
+                             " of " + std::to_string(bytes) + " bytes)");
+    }
+    std::string_view all(*buffer);
+    for (size_t i = first; i < first + count; ++i) {
+      std::string_view data;
+      SLUICE_RETURN_IF_ERROR(check_framed(path_, index_[i].offset,
+                                          all.substr(index_[i].offset - start, index_[i].size),
+                                          options_.verify_data_crc, &data));
+      records->push_back(data);
+    }
+    return Status();
+  }
+
  private:
+  Status read_each(size_t first, size_t count, std::string* buffer,
+                   std::vector<std::string_view>* records) const {
+    std::string one;
+    std::string_view data;
+    std::vector<std::pair<size_t, size_t>> at;
+    buffer->clear();
+    for (size_t i = first; i < first + count; ++i) {
+      SLUICE_RETURN_IF_ERROR(read(i, &one, &data));
+      at.emplace_back(buffer->size(), data.size());
+      buffer->append(data);
+    }
+    for (auto [pos, n] : at) records->push_back(std::string_view(*buffer).substr(pos, n));
+    return Status();
+  }
+
   // A compressed stream has no random access: keep one forward reader and
   // restart it when asked to go back. Sequential access costs one inflate.
   Status read_compressed(const IndexEntry& e, std::string* buffer, std::string_view* record) const {
@@ -176,7 +228,7 @@ Result<std::vector<IndexEntry>> parse_index(std::string_view text, std::string_v
 }
 
 Result<std::vector<IndexEntry>> read_index(const std::string& idx_path) {
-  SLUICE_ASSIGN_OR_RETURN(std::string text, detail::read_file(idx_path));
+  SLUICE_ASSIGN_OR_RETURN(std::string text, remote::read_whole(idx_path, uint64_t{1} << 32));
   return parse_index(text, idx_path);
 }
 
@@ -225,8 +277,8 @@ Result<std::unique_ptr<RecordFile>> RecordFile::open(const std::string& path,
   }
   std::string idx = index_path_for(path);
   std::vector<IndexEntry> entries;
-  std::error_code ec;
-  if (std::filesystem::exists(idx, ec)) {
+  SLUICE_ASSIGN_OR_RETURN(bool have_index, remote::exists(idx));
+  if (have_index) {
     SLUICE_ASSIGN_OR_RETURN(entries, read_index(idx));
     if (plain && !entries.empty()) {
       const IndexEntry& last = entries.back();

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "record/format.h"
+#include "remote/files.h"
+#include "remote/url.h"
 
 namespace sluice::detail {
 namespace {
@@ -24,10 +26,52 @@ class PlainInput final : public InputStream {
   Result<size_t> pread(uint64_t offset, void* buf, size_t n) const override {
     return file_.pread(offset, buf, n);
   }
+  const std::string& name() const override { return file_.path(); }
 
  private:
   File file_;
   uint64_t size_;
+  uint64_t pos_ = 0;
+};
+
+// An object in S3 or on a web server: pread is one ranged GET; read()
+// fetches kBlockBytes ahead, so a sequential scan costs one request per
+// block rather than per record.
+class RemoteInput final : public InputStream {
+ public:
+  explicit RemoteInput(std::unique_ptr<remote::RemoteFile> file) : file_(std::move(file)) {}
+
+  Result<size_t> read(void* buf, size_t n) override {
+    size_t done = 0;
+    auto* out = static_cast<uint8_t*>(buf);
+    while (done < n) {
+      if (head_ == block_.size()) {
+        if (pos_ >= file_->size()) break;
+        block_.resize(static_cast<size_t>(std::min<uint64_t>(kBlockBytes, file_->size() - pos_)));
+        SLUICE_ASSIGN_OR_RETURN(size_t got, file_->pread(pos_, block_.data(), block_.size()));
+        block_.resize(got);
+        pos_ += got;
+        head_ = 0;
+        if (got == 0) break;
+      }
+      size_t take = std::min(n - done, block_.size() - head_);
+      std::memcpy(out + done, block_.data() + head_, take);
+      head_ += take;
+      done += take;
+    }
+    return done;
+  }
+  int64_t known_size() const override { return static_cast<int64_t>(file_->size()); }
+  Result<size_t> pread(uint64_t offset, void* buf, size_t n) const override {
+    return file_->pread(offset, buf, n);
+  }
+  const std::string& name() const override { return file_->url(); }
+
+ private:
+  static constexpr size_t kBlockBytes = size_t{8} << 20;
+  std::unique_ptr<remote::RemoteFile> file_;
+  std::vector<uint8_t> block_;
+  size_t head_ = 0;
   uint64_t pos_ = 0;
 };
 
@@ -36,7 +80,8 @@ class PlainInput final : public InputStream {
 // verified by ISA-L.
 class InflateInput final : public InputStream {
  public:
-  InflateInput(File file, Compression c) : file_(std::move(file)), compression_(c), in_(kInBytes) {
+  InflateInput(std::unique_ptr<InputStream> raw, Compression c)
+      : raw_(std::move(raw)), compression_(c), in_(kInBytes) {
     reset_state();
   }
 
@@ -55,8 +100,9 @@ class InflateInput final : public InputStream {
 
   int64_t known_size() const override { return -1; }
   Result<size_t> pread(uint64_t, void*, size_t) const override {
-    return unimplemented_error(file_.path() + ": no random access into a compressed stream");
+    return unimplemented_error(raw_->name() + ": no random access into a compressed stream");
   }
+  const std::string& name() const override { return raw_->name(); }
 
  private:
   static constexpr size_t kInBytes = size_t{256} << 10;
@@ -115,7 +161,7 @@ class InflateInput final : public InputStream {
   }
 
   Status refill() {
-    SLUICE_ASSIGN_OR_RETURN(size_t got, file_.read(in_.data(), in_.size()));
+    SLUICE_ASSIGN_OR_RETURN(size_t got, raw_->read(in_.data(), in_.size()));
     if (got == 0) input_done_ = true;
     state_.next_in = in_.data();
     state_.avail_in = static_cast<uint32_t>(got);
@@ -142,7 +188,7 @@ class InflateInput final : public InputStream {
                            std::to_string(consumed_));
   }
 
-  File file_;
+  std::unique_ptr<InputStream> raw_;
   Compression compression_;
   std::vector<uint8_t> in_;
   inflate_state state_;
@@ -237,15 +283,20 @@ class DeflateOutput final : public OutputStream {
 
 Result<std::unique_ptr<InputStream>> open_input_stream(const std::string& path,
                                                        Compression compression) {
-  SLUICE_ASSIGN_OR_RETURN(File file, File::open_read(path));
-  if (compression == Compression::kNone) {
-    SLUICE_ASSIGN_OR_RETURN(uint64_t size, file.size());
-    return std::unique_ptr<InputStream>(new PlainInput(std::move(file), size));
-  }
   if (compression == Compression::kAuto) {
     return invalid_argument_error(path + ": compression must be resolved before opening");
   }
-  return std::unique_ptr<InputStream>(new InflateInput(std::move(file), compression));
+  std::unique_ptr<InputStream> raw;
+  if (remote::is_url(path)) {
+    SLUICE_ASSIGN_OR_RETURN(auto file, remote::RemoteFile::open(path));
+    raw = std::make_unique<RemoteInput>(std::move(file));
+  } else {
+    SLUICE_ASSIGN_OR_RETURN(File file, File::open_read(path));
+    SLUICE_ASSIGN_OR_RETURN(uint64_t size, file.size());
+    raw = std::make_unique<PlainInput>(std::move(file), size);
+  }
+  if (compression == Compression::kNone) return raw;
+  return std::unique_ptr<InputStream>(new InflateInput(std::move(raw), compression));
 }
 
 Result<std::unique_ptr<OutputStream>> open_output_stream(File file, Compression compression,

@@ -24,9 +24,12 @@ class InputStream {
   // Reads n bytes at `offset` without moving the stream, when the stream
   // supports it (plain files); kUnimplemented otherwise.
   virtual Result<size_t> pread(uint64_t offset, void* buf, size_t n) const = 0;
+  // The file's path or the object's URL.
+  virtual const std::string& name() const = 0;
 };
 
-// Opens `path` as a stream of the given compression (not kAuto).
+// Opens `path` (a file, or an s3:// or http(s):// object) as a stream of
+// the given compression (not kAuto).
 Result<std::unique_ptr<InputStream>> open_input_stream(const std::string& path,
                                                        Compression compression);
 
