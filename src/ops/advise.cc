@@ -105,6 +105,7 @@ Result<CpuFit> fit_cpu(const std::vector<std::pair<double, double>>& points) {
   // per core, as for one file.
   if (points.size() < 2 || sxx < 0.25 * 0.25) {
     f.per_core = my / mx;
+    f.points = 1;
     return f;
   }
   f.per_core = sxy / sxx;
