@@ -9,36 +9,98 @@
 
 #include "base/file_util.h"
 #include "cli/common.h"
+#include "ops/train_summary.h"
 
 namespace sluice::cli {
 namespace {
 
 struct AdviseCli {
-  std::string bench, prices, catalog, gpus, counts = "1,2,4,8";
-  std::string model = "resnet50", amp = "bf16", gpu;
-  double step_time = 0;
-  int batch = 256;
+  std::vector<std::string> bench;
+  std::string prices, catalog, gpus, counts = "1,2,4,8";
+  std::string model = "resnet50", amp = "bf16", task = "train", gpu, train_summary, disk;
+  double step_time = 0, deadline = 0, disk_mbps = 0;
+  int batch = 256, epochs = 100;
   int cores = 0;
+  bool leave_one_out = false;
   uint64_t images = 1'281'167;
 };
 
-Status load(AdviseCli& c, AdviseInput* in) {
-  SLUICE_ASSIGN_OR_RETURN(std::string text, detail::read_file(c.bench, 64 << 20));
+// One `sluice bench --json` file: (busy cores, images/s), and the encoded
+// bytes per image its read stage saw (0 when absent).
+Status load_bench(const std::string& path, std::pair<double, double>* point, double* image_bytes) {
+  SLUICE_ASSIGN_OR_RETURN(std::string text, detail::read_file(path, 64 << 20));
   auto j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.contains("images_per_second") || !j.contains("cpu_cores_busy")) {
+  if (j.is_discarded() || !j.is_object() || !j.contains("images_per_second") ||
+      !j.contains("cpu_cores_busy") || !j["images_per_second"].is_number() ||
+      !j["cpu_cores_busy"].is_number()) {
     return data_loss_error(
-        c.bench + ": not a `sluice bench --json` file (images_per_second, cpu_cores_busy)");
+        path + ": not a `sluice bench --json` file (images_per_second, cpu_cores_busy)");
   }
-  double ips = j["images_per_second"].get<double>(), busy = j["cpu_cores_busy"].get<double>();
-  if (ips <= 0 || busy <= 0)
-    return data_loss_error(c.bench + ": images_per_second and cpu_cores_busy must be above 0");
-  in->cpu_images_per_core = ips / busy;
-  if (!c.catalog.empty()) {
-    SLUICE_ASSIGN_OR_RETURN(std::string cat, detail::read_file(c.catalog, 16 << 20));
-    SLUICE_ASSIGN_OR_RETURN(in->catalog, parse_gpu_catalog(cat, c.catalog));
-  } else {
+  *point = {j["cpu_cores_busy"].get<double>(), j["images_per_second"].get<double>()};
+  if (point->first <= 0 || point->second <= 0)
+    return data_loss_error(path + ": images_per_second and cpu_cores_busy must be above 0");
+  const auto& read = j.contains("stages") && j["stages"].is_object() && j["stages"].contains("read")
+                         ? j["stages"]["read"]
+                         : nlohmann::json();
+  if (read.is_object() && read.value("items", 0.0) > 0 && read.value("bytes", 0.0) > 0) {
+    *image_bytes = read.value("bytes", 0.0) / read.value("items", 1.0);
+  }
+  return Status();
+}
+
+Status load_catalog(const AdviseCli& c, AdviseInput* in) {
+  if (c.catalog.empty()) {
     SLUICE_ASSIGN_OR_RETURN(in->catalog, builtin_gpu_catalog());
+    SLUICE_ASSIGN_OR_RETURN(in->measurements, builtin_measurements());
+    return Status();
   }
+  SLUICE_ASSIGN_OR_RETURN(std::string cat, detail::read_file(c.catalog, 16 << 20));
+  SLUICE_ASSIGN_OR_RETURN(in->catalog, parse_gpu_catalog(cat, c.catalog));
+  SLUICE_ASSIGN_OR_RETURN(in->measurements, parse_measurements(cat, c.catalog));
+  return Status();
+}
+
+Status load_anchor(const AdviseCli& c, AdviseInput* in) {
+  if (!c.train_summary.empty()) {
+    if (c.gpu.empty())
+      return invalid_argument_error("--train-summary needs --gpu (the GPU type it ran on)");
+    SLUICE_ASSIGN_OR_RETURN(std::string text, detail::read_file(c.train_summary, 16 << 20));
+    SLUICE_ASSIGN_OR_RETURN(TrainRun run, parse_train_summary(text, c.train_summary));
+    in->anchor = UserAnchor{
+        c.gpu, run.model, run.amp, run.world_size, run.images_per_second, c.train_summary};
+  } else if (c.step_time > 0) {
+    if (c.gpu.empty())
+      return invalid_argument_error("--step-time needs --gpu (the GPU type it was measured on)");
+    in->anchor = UserAnchor{c.gpu, c.model, c.amp, 1, c.batch / c.step_time, "--step-time"};
+  }
+  return Status();
+}
+
+Status load_disk(const AdviseCli& c, AdviseInput* in) {
+  in->disk_mb_per_second = c.disk_mbps;
+  if (c.disk.empty()) return Status();
+  SLUICE_ASSIGN_OR_RETURN(std::string text, detail::read_file(c.disk, 16 << 20));
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("data_read_mb_per_second") ||
+      !j["data_read_mb_per_second"].is_number() || !(j["data_read_mb_per_second"] > 0)) {
+    return data_loss_error(c.disk +
+                           ": not a `sluice doctor --data DIR --json` report with "
+                           "data_read_mb_per_second > 0");
+  }
+  in->disk_mb_per_second = j["data_read_mb_per_second"].get<double>();
+  return Status();
+}
+
+Status load(AdviseCli& c, AdviseInput* in) {
+  if (c.bench.empty()) return invalid_argument_error("--bench FILE is required");
+  std::vector<std::pair<double, double>> points;
+  for (const std::string& b : c.bench) {
+    std::pair<double, double> p;
+    SLUICE_RETURN_IF_ERROR(load_bench(b, &p, &in->image_bytes));
+    points.push_back(p);
+  }
+  SLUICE_ASSIGN_OR_RETURN(in->cpu, fit_cpu(points));
+  SLUICE_RETURN_IF_ERROR(load_catalog(c, in));
   std::stringstream gs(c.gpus);
   for (std::string name; std::getline(gs, name, ',');) {
     if (!name.empty()) in->only.push_back(name);
@@ -56,26 +118,33 @@ Status load(AdviseCli& c, AdviseInput* in) {
   }
   in->model = c.model;
   in->amp = c.amp;
+  in->task = c.task;
   in->cores = c.cores;
   in->images = c.images;
-  if (c.step_time > 0) {
-    if (c.gpu.empty())
-      return invalid_argument_error("--step-time needs --gpu (the GPU type it was measured on)");
-    in->anchor_gpu = c.gpu;
-    in->anchor_model = c.model;
-    in->anchor_amp = c.amp;
-    in->anchor_images_per_second = c.batch / c.step_time;
-  }
-  return Status();
+  in->epochs = c.epochs;
+  in->batch = c.batch;
+  in->deadline_hours = c.deadline;
+  SLUICE_RETURN_IF_ERROR(load_disk(c, in));
+  return load_anchor(c, in);
+}
+
+int run_leave_one_out(const AdviseCli& c) {
+  AdviseInput in;
+  if (Status s = load_catalog(c, &in); !s.ok()) return report_error("advise", s);
+  auto r = leave_one_out(in.catalog, in.measurements);
+  if (!r.ok()) return report_error("advise", r.status());
+  std::fputs(format_leave_one_out(*r).c_str(), stdout);
+  return kExitOk;
 }
 
 int run(AdviseCli& c) {
+  if (c.leave_one_out) return run_leave_one_out(c);
   AdviseInput in;
   if (Status s = load(c, &in); !s.ok()) return report_error("advise", s);
   auto r = advise(in);
   if (!r.ok()) return report_error("advise", r.status());
-  std::printf("input pipeline (from %s): %.0f images/s per CPU core\n\n", c.bench.c_str(),
-              in.cpu_images_per_core);
+  std::printf("input pipeline (from %zu bench file%s): %.0f images/s per CPU core\n\n",
+              c.bench.size(), c.bench.size() > 1 ? "s" : "", in.cpu.per_core);
   std::fputs(format_advise_text(*r).c_str(), stdout);
   return kExitOk;
 }
@@ -86,22 +155,38 @@ void register_advise(CLI::App& app, int* exit_code) {
   auto c = std::make_shared<AdviseCli>();
   CLI::App* sub = app.add_subcommand(
       "advise", "Which GPUs to rent, and how many cores to feed them, from your bench figures");
-  sub->add_option("--bench", c->bench, "A `sluice bench --json` file measured on your data")
-      ->required();
+  sub->add_option("--bench", c->bench,
+                  "`sluice bench --json` files measured on your data; several (different "
+                  "--workers) fit images/s per core");
   sub->add_option("--model", c->model, "resnet50 | resnet18 | seed-cnn")->capture_default_str();
-  sub->add_option("--amp", c->amp, "off | fp16 | bf16")->capture_default_str();
+  sub->add_option("--amp", c->amp, "off | fp16 | bf16 | int8 (int8: --task infer)")
+      ->capture_default_str();
+  sub->add_option("--task", c->task, "train | infer (feature extraction)")->capture_default_str();
+  sub->add_option(
+      "--train-summary", c->train_summary,
+      "A `sluice train --summary` file: re-anchor every figure on your run (with --gpu)");
   sub->add_option("--step-time", c->step_time,
                   "A measured training step time in seconds (with --gpu and --batch)");
-  sub->add_option("--gpu", c->gpu, "The GPU type --step-time was measured on");
-  sub->add_option("--batch", c->batch, "Batch size of --step-time")->capture_default_str();
+  sub->add_option("--gpu", c->gpu, "The GPU type --train-summary or --step-time ran on");
+  sub->add_option("--batch", c->batch, "Batch size per GPU (memory fit; --step-time's batch)")
+      ->capture_default_str();
   sub->add_option("--cores", c->cores,
                   "CPU cores the machine gives the input pipeline (judges input-bound)");
+  sub->add_option("--disk", c->disk,
+                  "A `sluice doctor --data DIR --json` report: its read speed bounds the rows");
+  sub->add_option("--disk-mbps", c->disk_mbps, "Disk read speed in MB/s, instead of --disk");
   sub->add_option("--images", c->images, "Images per epoch")->capture_default_str();
+  sub->add_option("--epochs", c->epochs, "Epochs for the total cost and --deadline")
+      ->capture_default_str();
+  sub->add_option("--deadline", c->deadline,
+                  "Hours for --epochs epochs: name the cheapest priced configuration meeting it");
   sub->add_option("--prices", c->prices, "Your prices per GPU-hour (see data/prices.example.json)");
   sub->add_option("--catalog", c->catalog,
                   "A GPU catalogue instead of the built-in one (data/gpus.json format)");
   sub->add_option("--gpus", c->gpus, "Only these GPU types, comma-separated");
   sub->add_option("--counts", c->counts, "GPU counts to consider")->capture_default_str();
+  sub->add_flag("--leave-one-out", c->leave_one_out,
+                "Estimate every published 1-GPU figure from the other GPUs' and print the error");
   sub->callback([c, exit_code] { *exit_code = run(*c); });
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 namespace sluice {
@@ -13,32 +14,6 @@ const char* builtin_catalog_json();  // gpu_catalog.cc, generated
 namespace {
 
 using json = nlohmann::json;
-
-const GpuType* find(const std::vector<GpuType>& catalog, const std::string& name) {
-  for (const GpuType& g : catalog) {
-    if (g.name == name) return &g;
-  }
-  return nullptr;
-}
-
-// Peak tensor throughput for the precision; GPUs without bf16 fall back to
-// fp16 (what autocast would have to use there), `used` says which.
-double peak(const GpuType& g, const std::string& amp, std::string* used) {
-  if (amp == "bf16" && g.bf16_tflops > 0) {
-    *used = "bf16";
-    return g.bf16_tflops;
-  }
-  if (amp == "bf16" || amp == "fp16") {
-    *used = "fp16";
-    return g.fp16_tflops;
-  }
-  if (g.tf32_tflops > 0) {
-    *used = "tf32";
-    return g.tf32_tflops;
-  }
-  *used = "fp32";
-  return g.fp32_tflops;
-}
 
 std::string duration(double s) {
   if (!std::isfinite(s)) return "-";
@@ -111,100 +86,278 @@ Result<double> model_forward_gflops(std::string_view model) {
                                 "' (resnet18, resnet50, seed-cnn)");
 }
 
+Result<CpuFit> fit_cpu(const std::vector<std::pair<double, double>>& points) {
+  for (const auto& [cores, ips] : points) {
+    if (!(cores > 0) || !(ips > 0)) {
+      return invalid_argument_error("bench figures need cpu_cores_busy and images_per_second > 0");
+    }
+  }
+  if (points.empty()) return invalid_argument_error("no bench figures");
+  CpuFit f;
+  f.points = static_cast<int>(points.size());
+  double mx = 0, my = 0;
+  for (const auto& [x, y] : points) mx += x, my += y;
+  mx /= points.size();
+  my /= points.size();
+  double sxx = 0, sxy = 0;
+  for (const auto& [x, y] : points) sxx += (x - mx) * (x - mx), sxy += (x - mx) * (y - my);
+  // Under 0.25 cores of spread the slope means nothing: use the mean rate
+  // per core, as for one file.
+  if (points.size() < 2 || sxx < 0.25 * 0.25) {
+    f.per_core = my / mx;
+    f.points = 1;
+    return f;
+  }
+  f.per_core = sxy / sxx;
+  f.intercept = my - f.per_core * mx;
+  if (!(f.per_core > 0)) {
+    return invalid_argument_error(
+        "images/s does not rise with CPU cores across the bench files: the pipeline is bound "
+        "by something else (disk? one slow stage?); give files from runs with different "
+        "--workers");
+  }
+  return f;
+}
+
+Result<MemoryModel> memory_model(std::string_view model, std::string_view task,
+                                 std::string_view amp) {
+  // Per image at 224x224: the elements of every conv output (counted from
+  // torchvision's layer shapes: 11.1 M for resnet50, 2.5 M for resnet18;
+  // seed-cnn's conv and pool 4.0 M), and parameters (25.6 M, 11.7 M,
+  // 823 M). Training keeps about two tensors of each conv's output size for
+  // the backward pass (the BatchNorm input and the in-place ReLU output the
+  // next conv reads); inference one. Fixed: weights, gradients and SGD
+  // momentum in fp32, and 1.5 GB for the CUDA context and cuDNN workspace.
+  // Check: NVIDIA's ResNet-50 recipes run batch 112 in fp32 and 256 in mixed
+  // precision on a 16 GB V100; this model says 160 and 320 fit.
+  double elements = 0, params = 0;
+  if (model == "resnet50") elements = 11.1e6, params = 25.6e6;
+  if (model == "resnet18") elements = 2.5e6, params = 11.7e6;
+  if (model == "seed-cnn") elements = 4.0e6, params = 823e6;
+  if (params == 0) return invalid_argument_error("unknown model '" + std::string(model) + "'");
+  const double bytes = amp == "off" ? 4 : amp == "int8" ? 1 : 2;
+  const bool train = task == "train";
+  return MemoryModel{(train ? 2 : 1) * elements * bytes, params * (train ? 12 : 4) + 1.5e9};
+}
+
 namespace {
 
 // How every row is derived, in words, for the report.
-std::vector<std::string> derivation(const AdviseInput& in, double anchor_gflops,
-                                    double model_gflops) {
+std::vector<std::string> derivation(const AdviseInput& in, const MemoryModel& mem) {
   std::vector<std::string> d;
-  d.push_back(
-      fmt::format("GPU images/s: the anchor ({} training {} in {} at {:.0f} images/s) scaled by "
-                  "sqrt(peak {} TFLOPS ratio x "
-                  "memory bandwidth ratio) to each GPU, by the FLOPs ratio {} / {} ({:.2f} / "
-                  "{:.2f} GFLOPs forward), and by the "
-                  "GPU count (linear, data parallel)",
-                  in.anchor_gpu, in.anchor_model, in.anchor_amp, in.anchor_images_per_second,
-                  in.amp == "off" ? "tf32/fp32" : in.amp, in.anchor_model, in.model, anchor_gflops,
-                  model_gflops));
-  d.push_back(
-      fmt::format("CPU cores needed: GPU images/s / {:.0f} images/s per core, the rate your "
-                  "`sluice bench` measured on your data",
-                  in.cpu_images_per_core));
-  d.push_back(in.cores > 0 ? fmt::format("input-bound: cores needed > {} cores", in.cores)
+  d.push_back(in.anchor
+                  ? fmt::format("GPU images/s: re-anchored on your run ({}: {} {} in {} on {} x "
+                                "{} at {:.0f} images/s): your per-GPU rate x each GPU's catalogue "
+                                "figure / the catalogue figure of your GPU",
+                                in.anchor->from, in.anchor->model, in.task, in.anchor->amp,
+                                in.anchor->world_size, in.anchor->gpu, in.anchor->images_per_second)
+                  : "GPU images/s: 'measured' = a published figure, exactly as its source "
+                    "printed it (the numbered notes); 'estimated' = what no source covers, "
+                    "each row saying how (see `sluice advise --leave-one-out` for the "
+                    "estimator's error on the published figures)");
+  d.push_back(in.cpu.points > 1
+                  ? fmt::format("CPU cores needed: (GPU images/s - {:.0f}) / {:.0f} images/s per "
+                                "core, a least-squares line through your {} bench files",
+                                in.cpu.intercept, in.cpu.per_core, in.cpu.points)
+                  : fmt::format("CPU cores needed: GPU images/s / {:.0f} images/s per core, the "
+                                "rate your `sluice bench` measured on your data",
+                                in.cpu.per_core));
+  d.push_back(in.cores > 0 ? fmt::format("INPUT (input-bound): cores needed > {} cores", in.cores)
                            : "input-bound: not judged (give --cores)");
-  d.push_back(fmt::format("epoch: {} images at the slower of the GPUs and {} cores of input",
-                          in.images, in.cores > 0 ? std::to_string(in.cores) : "enough"));
-  d.push_back(in.prices.empty() ? "cost: no prices given (--prices FILE, per GPU-hour)"
-                                : "cost: epoch hours x GPU count x your price per GPU-hour");
+  d.push_back(in.disk_mb_per_second > 0
+                  ? fmt::format("disk: {:.0f} MB/s / {:.0f} KB per image = {:.0f} images/s",
+                                in.disk_mb_per_second, in.image_bytes / 1e3,
+                                in.disk_mb_per_second * 1e6 / in.image_bytes)
+                  : "disk: not judged (give --disk DOCTOR.json or --disk-mbps)");
+  d.push_back(
+      fmt::format("bound: the slowest of GPU, CPU ({}) and disk; epoch: {} images at "
+                  "that rate",
+                  in.cores > 0 ? std::to_string(in.cores) + " cores" : "enough cores", in.images));
+  d.push_back(fmt::format(
+      "memory (estimate): {:.0f} MB per image + {:.1f} GB fixed; fits = batch {} per GPU fits",
+      mem.bytes_per_image / 1e6, mem.fixed_bytes / 1e9, in.batch));
+  d.push_back(in.prices.empty()
+                  ? "cost: no prices given (--prices FILE, per GPU-hour)"
+                  : fmt::format("cost: epoch hours x GPU count x your price per GPU-hour; "
+                                "total = {} epochs",
+                                in.epochs));
   return d;
 }
 
-// `n` GPUs of type g at `one` images/s each, against the input's cores.
-AdviseRow advise_row(const AdviseInput& in, const GpuType& g, const std::string& precision,
-                     double one, int n) {
-  AdviseRow row;
-  row.gpu = g.name;
-  row.count = n;
-  row.precision = precision;
-  row.gpu_images_per_second = one * n;
-  row.cores_needed = row.gpu_images_per_second / in.cpu_images_per_core;
-  const double input_rate =
-      in.cores > 0 ? in.cores * in.cpu_images_per_core : row.gpu_images_per_second;
-  row.input_bound = in.cores > 0 && row.cores_needed > in.cores;
-  const double rate = std::min(row.gpu_images_per_second, input_rate);
-  row.epoch_seconds = rate > 0 ? static_cast<double>(in.images) / rate : INFINITY;
+struct Rates {
+  double gpu = 0, cpu = std::numeric_limits<double>::infinity(),
+         disk = std::numeric_limits<double>::infinity();
+};
+
+// Fills the input, bound, epoch, memory and cost columns of a row whose GPU
+// figure is set.
+void finish_row(const AdviseInput& in, const GpuType& g, const MemoryModel& mem, AdviseRow* row) {
+  const int n = row->count;
+  Rates r;
+  r.gpu = row->gpu_images_per_second;
+  row->cores_needed = std::max(0.0, (r.gpu - in.cpu.intercept) / in.cpu.per_core);
+  if (in.cores > 0) r.cpu = in.cpu.intercept + in.cores * in.cpu.per_core;
+  if (in.disk_mb_per_second > 0) r.disk = in.disk_mb_per_second * 1e6 / in.image_bytes;
+  row->input_bound = in.cores > 0 && row->cores_needed > in.cores;
+  const double rate = std::min({r.gpu, r.cpu, r.disk});
+  row->bound_by = rate == r.gpu ? "gpu" : rate == r.cpu ? "cpu" : "disk";
+  row->epoch_seconds = rate > 0 ? static_cast<double>(in.images) / rate : INFINITY;
+  const double free_bytes = g.memory_gb * 1e9 - mem.fixed_bytes;
+  row->max_batch = free_bytes > 0 ? static_cast<int>(free_bytes / mem.bytes_per_image) : 0;
+  row->fits = in.batch <= row->max_batch;
   if (auto price = in.prices.find(g.name); price != in.prices.end()) {
-    row.cost_per_epoch = row.epoch_seconds / 3600 * n * price->second;
+    row->cost_per_epoch = row->epoch_seconds / 3600 * n * price->second;
+    row->cost_total = *row->cost_per_epoch * in.epochs;
   }
-  return row;
+}
+
+// The GPU figure for n GPUs of type g: the catalogue's, or re-anchored on
+// the user's run.
+Result<Figure> row_figure(const AdviseInput& in, const GpuType& g, int n) {
+  const std::string cls = amp_class(in.amp);
+  FigureQuery q{g.name, in.model, in.task, cls, n};
+  if (!in.anchor) return gpu_figure(in.catalog, in.measurements, q);
+  const UserAnchor& a = *in.anchor;
+  if (a.gpu == g.name && a.model == in.model && amp_class(a.amp) == cls && a.world_size == n) {
+    return Figure{a.images_per_second, false, nullptr, "your run, exactly"};
+  }
+  const Efficiency ea = scaling_efficiency(in.measurements, a.gpu, amp_class(a.amp), a.world_size);
+  const double user_one = a.images_per_second / (a.world_size * ea.value);
+  SLUICE_ASSIGN_OR_RETURN(Figure mine, gpu_figure(in.catalog, in.measurements,
+                                                  {a.gpu, a.model, in.task, amp_class(a.amp), 1}));
+  q.count = 1;
+  SLUICE_ASSIGN_OR_RETURN(Figure theirs, gpu_figure(in.catalog, in.measurements, q));
+  const Efficiency e = scaling_efficiency(in.measurements, g.name, cls, n);
+  Figure f;
+  f.images_per_second =
+      user_one * (theirs.images_per_second / mine.images_per_second) * n * e.value;
+  f.how = fmt::format("re-anchored: your {:.0f} images/s per GPU x {:.3f} (catalogue ratio); {}",
+                      user_one, theirs.images_per_second / mine.images_per_second, e.how);
+  return f;
+}
+
+Status check_input(const AdviseInput& in) {
+  if (!(in.cpu.per_core > 0)) {
+    return invalid_argument_error(
+        "the bench figures give no images/s per core (run `sluice bench --json`)");
+  }
+  if (amp_class(in.amp).empty())
+    return invalid_argument_error("--amp must be off, fp16, bf16 or int8");
+  if (in.task != "train" && in.task != "infer") {
+    return invalid_argument_error("--task must be train or infer");
+  }
+  if (in.amp == "int8" && in.task != "infer") {
+    return invalid_argument_error("--amp int8 is for --task infer (TensorRT INT8 figures)");
+  }
+  if (in.batch < 1 || in.epochs < 1) {
+    return invalid_argument_error("--batch and --epochs must be at least 1");
+  }
+  for (const std::string& name : in.only) {
+    if (std::none_of(in.catalog.begin(), in.catalog.end(),
+                     [&](const GpuType& g) { return g.name == name; }))
+      return not_found_error("GPU type '" + name + "' is not in the catalogue");
+  }
+  if (in.anchor && std::none_of(in.catalog.begin(), in.catalog.end(),
+                                [&](const GpuType& g) { return g.name == in.anchor->gpu; })) {
+    return not_found_error("GPU type '" + in.anchor->gpu +
+                           "' (of your run) is not in the catalogue");
+  }
+  return Status();
+}
+
+// The note number for a measured row's source, adding it when new.
+int note_for(const Measurement& m, std::vector<std::string>* sources) {
+  const std::string text =
+      fmt::format("{} ({}, {}, {} GPU{}, batch {}/GPU, {})", m.source, m.framework, m.precision,
+                  m.gpus, m.gpus > 1 ? "s" : "",
+                  m.batch_per_gpu ? std::to_string(m.batch_per_gpu) : "not stated", m.date);
+  auto it = std::find(sources->begin(), sources->end(), text);
+  if (it == sources->end()) it = sources->insert(sources->end(), text);
+  return static_cast<int>(it - sources->begin()) + 1;
+}
+
+// Which priced row meets the deadline at the lowest total cost.
+std::string pick_deadline(const AdviseInput& in, const AdviseReport& r) {
+  if (in.deadline_hours <= 0) return "";
+  const AdviseRow* best = nullptr;
+  for (const AdviseRow& row : r.rows) {
+    if (!row.cost_total || !row.fits) continue;
+    if (row.epoch_seconds * in.epochs / 3600 > in.deadline_hours) continue;
+    if (!best || *row.cost_total < *best->cost_total) best = &row;
+  }
+  if (!best) {
+    return fmt::format("deadline {} h for {} epochs: no priced configuration that fits meets it",
+                       in.deadline_hours, in.epochs);
+  }
+  return fmt::format(
+      "deadline {} h for {} epochs: cheapest is {} x {}: {:.1f} h, {:.2f} in total ({}-bound)",
+      in.deadline_hours, in.epochs, best->count, best->gpu, best->epoch_seconds * in.epochs / 3600,
+      *best->cost_total, best->bound_by);
 }
 
 }  // namespace
 
 Result<AdviseReport> advise(const AdviseInput& in) {
-  if (in.cpu_images_per_core <= 0) {
-    return invalid_argument_error(
-        "the bench figures give no images/s per core (run `sluice bench --json`)");
-  }
-  if (in.amp != "off" && in.amp != "fp16" && in.amp != "bf16") {
-    return invalid_argument_error("--amp must be off, fp16 or bf16");
-  }
-  const GpuType* anchor = find(in.catalog, in.anchor_gpu);
-  if (!anchor) return not_found_error("anchor GPU '" + in.anchor_gpu + "' is not in the catalogue");
-  SLUICE_ASSIGN_OR_RETURN(double model_gflops, model_forward_gflops(in.model));
-  SLUICE_ASSIGN_OR_RETURN(double anchor_gflops, model_forward_gflops(in.anchor_model));
-  std::string anchor_used;
-  const double anchor_peak = peak(*anchor, in.anchor_amp, &anchor_used);
+  SLUICE_RETURN_IF_ERROR(check_input(in));
+  SLUICE_RETURN_IF_ERROR(model_forward_gflops(in.model).status());
+  SLUICE_ASSIGN_OR_RETURN(MemoryModel mem, memory_model(in.model, in.task, in.amp));
   AdviseReport r;
-  r.derivation = derivation(in, anchor_gflops, model_gflops);
-  for (const std::string& name : in.only) {
-    if (!find(in.catalog, name))
-      return not_found_error("GPU type '" + name + "' is not in the catalogue");
-  }
+  r.epochs = in.epochs;
+  r.derivation = derivation(in, mem);
   for (const GpuType& g : in.catalog) {
     if (!in.only.empty() && std::find(in.only.begin(), in.only.end(), g.name) == in.only.end())
       continue;
-    std::string used;
-    const double p = peak(g, in.amp, &used);
-    const double scale = std::sqrt((p / anchor_peak) * (g.bandwidth_gbs / anchor->bandwidth_gbs));
-    const double one = in.anchor_images_per_second * scale * (anchor_gflops / model_gflops);
-    for (int n : in.counts) r.rows.push_back(advise_row(in, g, used, one, n));
+    for (int n : in.counts) {
+      SLUICE_ASSIGN_OR_RETURN(Figure f, row_figure(in, g, n));
+      AdviseRow row;
+      row.gpu = g.name;
+      row.count = n;
+      row.precision = in.amp == "bf16" && g.bf16_tflops <= 0 ? "fp16" : in.amp;
+      row.gpu_images_per_second = f.images_per_second;
+      row.measured = f.measured;
+      row.reanchored = in.anchor.has_value();
+      row.how = f.how;
+      if (f.source) row.source_note = note_for(*f.source, &r.sources);
+      finish_row(in, g, mem, &row);
+      r.rows.push_back(std::move(row));
+    }
   }
+  r.deadline = pick_deadline(in, r);
   return r;
 }
 
 std::string format_advise_text(const AdviseReport& r) {
-  std::string out = fmt::format("{:<12} {:>3} {:>10} {:>6} {:>12} {:>8} {:>10} {:>12}\n", "gpu",
-                                "n", "precision", "", "GPU img/s", "cores", "epoch", "cost/epoch");
+  std::string out =
+      fmt::format("{:<10} {:>3} {:>5} {:>10} {:<10} {:>4} {:>5} {:>7} {:>6} {:>9} {:>10} {:>11}\n",
+                  "gpu", "n", "prec", "GPU img/s", "basis", "fits", "max b", "cores", "bound",
+                  "epoch", "cost/epoch", fmt::format("cost/{}ep", r.epochs));
   for (const AdviseRow& row : r.rows) {
-    out += fmt::format("{:<12} {:>3} {:>10} {:>6} {:>12.0f} {:>8.1f} {:>10} {:>12}\n", row.gpu,
-                       row.count, row.precision, row.input_bound ? "INPUT" : "",
-                       row.gpu_images_per_second, row.cores_needed, duration(row.epoch_seconds),
-                       row.cost_per_epoch ? fmt::format("{:.2f}", *row.cost_per_epoch) : "-");
+    const std::string basis = row.measured     ? fmt::format("sourced[{}]", row.source_note)
+                              : row.reanchored ? "your run"
+                                               : "estimated";
+    auto money = [](const std::optional<double>& v) {
+      return v ? fmt::format("{:.2f}", *v) : std::string("-");
+    };
+    out += fmt::format(
+        "{:<10} {:>3} {:>5} {:>10.0f} {:<10} {:>4} {:>5} {:>7.1f} {:>6} {:>9} {:>10} {:>11}\n",
+        row.gpu, row.count, row.precision, row.gpu_images_per_second, basis,
+        row.fits ? "yes" : "NO", row.max_batch, row.cores_needed,
+        row.input_bound ? "INPUT" : row.bound_by, duration(row.epoch_seconds),
+        money(row.cost_per_epoch), money(row.cost_total));
   }
-  out +=
-      "\nINPUT = input-bound: the CPU cores given cannot feed these GPUs with this pipeline.\nHow "
-      "each column is derived:\n";
+  std::string estimates;
+  for (const AdviseRow& row : r.rows) {
+    if (!row.measured && (row.count == 1 || row.reanchored)) {
+      estimates += fmt::format("  {} x {}: {}\n", row.count, row.gpu, row.how);
+    }
+  }
+  if (!estimates.empty()) out += "\nNot measured by a source:\n" + estimates;
+  if (!r.deadline.empty()) out += "\n" + r.deadline + "\n";
+  if (!r.sources.empty()) out += "\nSources:\n";
+  for (size_t i = 0; i < r.sources.size(); ++i) {
+    out += fmt::format("  [{}] {}\n", i + 1, r.sources[i]);
+  }
+  out += "\nHow each column is derived:\n";
   for (const std::string& d : r.derivation) out += "  - " + d + "\n";
   return out;
 }

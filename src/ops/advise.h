@@ -5,11 +5,10 @@
 // consume, how many cores it takes to feed them, whether that would be
 // input-bound, the epoch time, and the cost where a price is given.
 //
-// Every estimate carries a sentence saying how it was derived. The GPU
-// model is deliberately simple: one anchor measurement scaled by the
-// geometric mean of the ratios of peak tensor throughput (for the chosen
-// precision) and memory bandwidth, and by the ratio of training FLOPs per
-// image between models. It is a planning estimate, not a benchmark.
+// Every figure says where it came from: a published measurement (shown
+// exactly, with its source), the user's own run (--train-summary), or the
+// estimator of gpu_figures.h for what no source covers. It is a planning
+// aid, not a benchmark.
 #pragma once
 
 #include <map>
@@ -17,16 +16,11 @@
 #include <string>
 #include <vector>
 
+#include "ops/advise_types.h"
+#include "ops/gpu_figures.h"
 #include "sluice/status.h"
 
 namespace sluice {
-
-struct GpuType {
-  std::string name;
-  double memory_gb = 0, bandwidth_gbs = 0;
-  double fp16_tflops = 0, bf16_tflops = 0, tf32_tflops = 0, fp32_tflops = 0;
-  std::string source;
-};
 
 // The catalogue shipped with sluice (data/gpus.json, built in), or a file
 // of the same form.
@@ -39,41 +33,81 @@ Result<std::map<std::string, double>> parse_prices(std::string_view json, std::s
 // sluice trains: seed-cnn, resnet18, resnet50. Training costs about 3x.
 Result<double> model_forward_gflops(std::string_view model);
 
+// A measured run on the user's own machine: every other figure is scaled
+// from it (re-anchoring), and the row for this GPU, model, precision and
+// count is exactly it.
+struct UserAnchor {
+  std::string gpu;         // a catalogue name
+  std::string model, amp;  // what ran
+  int world_size = 1;      // GPUs that made images_per_second together
+  double images_per_second = 0;
+  std::string from;  // the file or flag it came from, for the report
+};
+
+// Input images/s as a function of busy CPU cores: intercept + per_core x
+// cores, fitted by least squares over several `sluice bench --json` files
+// (one file: the line through the origin).
+struct CpuFit {
+  double intercept = 0, per_core = 0;
+  int points = 1;
+};
+Result<CpuFit> fit_cpu(const std::vector<std::pair<double, double>>& cores_and_images_per_second);
+
 struct AdviseInput {
   std::vector<GpuType> catalog;
+  std::vector<Measurement> measurements;
   std::map<std::string, double> prices;  // per GPU-hour
   std::string model = "resnet50";
-  std::string amp = "bf16";  // off | fp16 | bf16
-  // Input pipeline, measured: images/s per busy CPU core.
-  double cpu_images_per_core = 0;
+  std::string amp = "bf16";    // off | fp16 | bf16 | int8 (int8: task infer only)
+  std::string task = "train";  // train | infer (feature extraction)
+  CpuFit cpu;                  // the input pipeline, measured
   // Cores the machine would have for the pipeline (0 = judge by need only).
   int cores = 0;
-  uint64_t images = 1'281'167;  // per epoch (ImageNet-1k's train split)
+  uint64_t images = 1'281'167;    // per epoch (ImageNet-1k's train split)
+  int epochs = 100;               // for the total cost and the deadline
+  double deadline_hours = 0;      // 0 = none
+  int batch = 256;                // per GPU, for the memory fit
+  double disk_mb_per_second = 0;  // 0 = not judged
+  double image_bytes = 110e3;     // encoded bytes read per image
   std::vector<int> counts = {1, 2, 4, 8};
   std::vector<std::string> only;  // GPU types to list (empty = all)
-  // The anchor: a measured training rate on one GPU type. Default: ResNet-50
-  // in bf16 on an H100 at about 2,800 images/s.
-  std::string anchor_gpu = "H100";
-  std::string anchor_model = "resnet50";
-  std::string anchor_amp = "bf16";
-  double anchor_images_per_second = 2800;
+  std::optional<UserAnchor> anchor;
 };
 
 struct AdviseRow {
   std::string gpu;
   int count = 0;
   double gpu_images_per_second = 0;  // what the GPUs could consume together
+  bool measured = false;             // a published figure, shown exactly
+  bool reanchored = false;           // scaled from the user's own run
+  int source_note = 0;               // index into AdviseReport::sources + 1 (0 = none)
+  std::string how;                   // how the GPU figure was found
   double cores_needed = 0;           // to feed them with this pipeline
   bool input_bound = false;          // with `cores` cores
-  double epoch_seconds = 0;          // at the slower of GPU and input
-  std::optional<double> cost_per_epoch;
-  std::string precision;  // what the estimate used, e.g. "bf16"
+  std::string bound_by;              // gpu | cpu | disk: the slowest of the three
+  double epoch_seconds = 0;          // at the slowest
+  bool fits = true;                  // batch fits the GPU's memory (estimate)
+  int max_batch = 0;                 // largest batch per GPU that fits (estimate)
+  std::optional<double> cost_per_epoch, cost_total;  // total: `epochs` epochs
+  std::string precision;                             // what the estimate used, e.g. "bf16"
 };
 
 struct AdviseReport {
   std::vector<AdviseRow> rows;
+  std::vector<std::string> sources;     // numbered notes the rows point to
   std::vector<std::string> derivation;  // how every column was computed
+  std::string deadline;                 // the cheapest row meeting it, in words
+  int epochs = 100;
 };
+
+// Bytes of GPU memory one image of `model` needs in training (activations
+// kept for the backward pass) and the fixed part (weights, gradients,
+// momentum, CUDA context); see advise.cc for the count.
+struct MemoryModel {
+  double bytes_per_image = 0, fixed_bytes = 0;
+};
+Result<MemoryModel> memory_model(std::string_view model, std::string_view task,
+                                 std::string_view amp);
 
 Result<AdviseReport> advise(const AdviseInput& input);
 std::string format_advise_text(const AdviseReport& report);

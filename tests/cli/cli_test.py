@@ -556,7 +556,24 @@ class CliTest(unittest.TestCase):
         self.assertIn("images/s per CPU core", p.stdout)
         self.assertRegex(p.stdout, r"H100\s+1\s+bf16")
         self.assertRegex(p.stdout, r"T4\s+1\s+fp16")
+        self.assertRegex(p.stdout, r"H100\s+8\s+bf16\s+56184\s+sourced\[\d\]")
         self.assertIn("How each column is derived", p.stdout)
+        d = run("advise", "--bench", bench, "--bench", bench, "--prices", prices, "--gpus", "H100",
+                "--deadline", "1000", "--epochs", "90", check=0)
+        self.assertIn("deadline 1000 h for 90 epochs: cheapest is", d.stdout)
+        self.assertIn("no priced configuration",
+                      run("advise", "--bench", bench, "--prices", prices, "--deadline", "0.001",
+                          check=0).stdout)
+        summary = os.path.join(self.tmp, "summary.json")
+        with open(summary, "w") as f:
+            f.write('{"format": "sluice train summary 1", "model": "resnet50", "amp": "bf16", '
+                    '"device": "cuda:0", "world_size": 1, "images_per_second": 1234.5}')
+        s = run("advise", "--bench", bench, "--train-summary", summary, "--gpu", "A10",
+                "--gpus", "A10", "--counts", "1", check=0)
+        self.assertRegex(s.stdout, r"A10\s+1\s+bf16\s+123[45]\s+your run")
+        self.assertIn("needs --gpu", run("advise", "--bench", bench, "--train-summary", summary,
+                                         check=1).stderr)
+        self.assertIn("median error", run("advise", "--leave-one-out", check=0).stdout)
         self.assertIn("not a `sluice bench --json` file", run("advise", "--bench", prices, check=1).stderr)
         self.assertIn("'B200' is not in the catalogue",
                       run("advise", "--bench", bench, "--gpus", "B200", check=1).stderr)

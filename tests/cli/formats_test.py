@@ -99,6 +99,14 @@ class FormatsTest(unittest.TestCase):
         self.assertEqual(doc["format"], fmt)
         self.assertEqual(doc["job"], "bench")
 
+    def test_gpu_catalogue_measurement_keys(self):
+        names, _ = table_fields(section("GPU catalogue"))
+        with open(os.path.join(os.path.dirname(DOCS), "..", "data", "gpus.json")) as f:
+            catalogue = json.load(f)
+        self.assertGreater(len(catalogue["measurements"]), 0)
+        for m in catalogue["measurements"]:
+            self.assertEqual(set(m), names, m)
+
     def test_dataset_json_keys_are_the_examples(self):
         body = section("`dataset.json`")
         example = json.loads(body.split("```json", 1)[1].split("```", 1)[0])

@@ -1,7 +1,9 @@
 // Fuzzes the text formats sluice reads from users: DALI index files,
 // dataset.json manifests, convert's CSV/TSV list files, advise's GPU
-// catalogue and price files, and the pipeline state file.
+// catalogue (GPUs and measurements), price files, training summaries, and
+// the pipeline state file.
 #include "ops/advise.h"
+#include "ops/train_summary.h"
 #include "sluice/dataset.h"
 #include "sluice/pipeline.h"
 #include "sluice/record.h"
@@ -25,7 +27,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (g.name.empty()) __builtin_trap();
     }
   }
+  const auto ms = sluice::parse_measurements(text, "fuzz.json");
+  if (ms.ok()) {
+    for (const auto& m : *ms) {
+      if (m.source.empty() || !(m.images_per_second > 0) || m.gpus < 1) __builtin_trap();
+    }
+  }
   sluice::parse_prices(text, "fuzz.json").status().ignore();
+  const auto run = sluice::parse_train_summary(text, "fuzz.json");
+  if (run.ok() && (run->world_size < 1 || !(run->images_per_second > 0))) __builtin_trap();
   const auto state = sluice::parse_pipeline_state(text, "fuzz.state");
   if (state.ok()) {
     const auto again =
