@@ -1,9 +1,12 @@
 // Fuzzes the text formats sluice reads from users: DALI index files,
 // dataset.json manifests, convert's CSV/TSV list files, advise's GPU
 // catalogue (GPUs and measurements), price files, training summaries, and
-// the pipeline state file.
+// the pipeline state file, and the object store's: AWS credentials and
+// config files (INI) and S3's XML answers (listings, errors).
 #include "ops/advise.h"
 #include "ops/train_summary.h"
+#include "remote/aws_config.h"
+#include "remote/xml.h"
 #include "sluice/dataset.h"
 #include "sluice/pipeline.h"
 #include "sluice/record.h"
@@ -42,6 +45,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         sluice::parse_pipeline_state(sluice::format_pipeline_state(*state), "fuzz.state");
     if (!again.ok() || !(*again == *state)) __builtin_trap();
   }
+  const auto ini = sluice::remote::parse_ini(text, "fuzz.ini");
+  if (ini.ok()) {
+    for (const auto& [section, keys] : *ini) {
+      for (const auto& [key, value] : keys) {
+        if (key.empty()) __builtin_trap();
+      }
+    }
+  }
+  const auto page = sluice::remote::parse_list_page(text, "s3://fuzz/");
+  if (page.ok() && page->truncated && page->next_token.empty()) __builtin_trap();
+  sluice::remote::parse_error_body(text);
   sluice::MemFile f(data, size);
   if (f.ok()) sluice::read_list_file(f.path()).status().ignore();
   return 0;
