@@ -285,7 +285,9 @@ void register_convert(CLI::App& app, int* exit_code) {
   auto c = std::make_shared<ConvertCli>();
   ConvertOptions& o = c->options;
   CLI::App* sub =
-      app.add_subcommand("convert", "Convert an image folder or list file into TFRecord shards");
+      app.add_subcommand("convert",
+                         "Convert an image folder or list file into TFRecord shards (or part I "
+                         "of N of them: --part; then --finish OUT)");
   sub->add_option("src", c->src,
                   "ImageFolder tree (SRC/CLASS/*.jpg|jpeg|png) or a CSV/TSV list of path,label");
   sub->add_option("-o,--out", c->out, "Output dataset folder");
@@ -329,12 +331,15 @@ void register_convert(CLI::App& app, int* exit_code) {
                   "listing, as one task of many sharing OUT; `auto`: I (and N) from "
                   "SLURM_ARRAY_TASK_ID/_COUNT (Slurm job array) or JOB_COMPLETION_INDEX "
                   "(Kubernetes indexed Job, with --parts). Shards are then planned by count "
-                  "(--shards, else source bytes / --shard-size); then run --finish");
+                  "(--shards, else source bytes / --shard-size); then run --finish")
+      ->type_name("I/N|auto");
   sub->add_option("--parts", c->parts,
-                  "Part count N for --part I or auto (alone: --part auto --parts N)");
+                  "Part count N for --part I or auto (alone: --part auto --parts N)")
+      ->type_name("N");
   sub->add_option("--finish", c->finish,
                   "Check every part of a --part conversion in this dataset folder and write "
-                  "dataset.json (with --split)");
+                  "dataset.json (with --split)")
+      ->type_name("OUT");
   sub->add_flag("--no-verify", c->no_verify,
                 "With --finish: compare shard sizes only, not their CRC32C");
   sub->add_flag("-q,--quiet", c->quiet, "No progress display");
