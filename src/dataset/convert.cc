@@ -422,6 +422,7 @@ Status publish_whole(const std::string& src, const std::string& out_dir, const C
   detail::remove_stale_shards(out_dir, o.split, report.shards);
   // Part records of this split describe shards this run has replaced.
   detail::remove_part_records(out_dir, o.split, [](int, int) { return true; });
+  detail::remove_empty_parts_folder(out_dir);
   SplitInfo split;
   split.compression = o.compression;
   split.records = report.written;

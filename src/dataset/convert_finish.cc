@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "base/file_util.h"
 #include "dataset/convert_output.h"
 #include "dataset/convert_part.h"
 #include "dataset/part_record.h"
@@ -200,6 +201,10 @@ Result<ConvertReport> finish_convert(const std::string& out_dir, const FinishOpt
   detail::remove_stale_shards(out_dir, options.split, report.shards);
   detail::remove_partials(out_dir, options.split, 0, SIZE_MAX);
   detail::remove_part_records(out_dir, options.split, [](int, int) { return true; });
+  detail::remove_empty_parts_folder(out_dir);
+  // What a killed earlier --finish left (this one, on this machine, is the
+  // only writer now).
+  detail::remove_dead_temporaries_of(in(out_dir, kManifestName));
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return report;
 }

@@ -97,6 +97,10 @@ void remove_part_records(const std::string& dir, const std::string& split,
       fs::remove(e.path(), ec);
     }
   }
+}
+
+void remove_empty_parts_folder(const std::string& dir) {
+  std::error_code ec;
   if (fs::is_empty(parts_dir(dir), ec) && !ec) fs::remove(parts_dir(dir), ec);
 }
 

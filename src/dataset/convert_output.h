@@ -28,9 +28,13 @@ Status write_part_record(const std::string& dir, const PartRecord& record);
 Result<std::vector<PartRecord>> read_part_records(const std::string& dir, const std::string& split);
 
 // Removes the part records of `split` (and their temporaries) for which
-// which(part, parts) holds; then DIR/.parts itself if that left it empty.
+// which(part, parts) holds.
 void remove_part_records(const std::string& dir, const std::string& split,
                          const std::function<bool(int part, int parts)>& which);
+
+// Removes DIR/.parts when it is empty. Not while parts may run: one may have
+// just created the folder to write its record in.
+void remove_empty_parts_folder(const std::string& dir);
 
 // Adds or replaces split `name` in DIR/dataset.json (creating it), whose
 // class list must be `classes` when it has one. Written last: the split is
