@@ -206,6 +206,25 @@ TEST_F(ConvertPartsTest, ARerunReplacesWhatAnInterruptedPartLeft) {
   }
 }
 
+// A rerun that stops part-way leaves its part unfinished, though the first
+// run's shards are still in place: no record vouches for them any more.
+TEST_F(ConvertPartsTest, ARerunThatFailsLeavesItsPartUnfinished) {
+  ConvertOptions o;
+  o.shards = 2;
+  convert_in_parts(out("p"), o, 2);
+  for (const auto& e : fs::recursive_directory_iterator(src()))  // same names, bad bytes
+    if (e.is_regular_file()) write_bytes(e.path().string(), "not an image");
+  o.parts = 2;
+  o.part = 1;
+  auto r = convert_images(src(), out("p"), o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(fs::exists(out("p") + "/train-00001-of-00002.tfrecord"));
+  auto finished = finish_convert(out("p"), FinishOptions{});
+  ASSERT_FALSE(finished.ok());
+  EXPECT_NE(finished.status().message().find("part 1 of 2 has not finished"), std::string::npos)
+      << finished.status().message();
+}
+
 TEST_F(ConvertPartsTest, FinishJoinsTheDatasetsOtherSplitsAndReplacesOldShards) {
   ConvertOptions o;
   o.split = "val";
