@@ -279,6 +279,26 @@ int run(ConvertCli& c) {
   return c.finish.empty() ? run_convert(c) : run_finish(c);
 }
 
+// --part, --parts, --finish, --no-verify: a conversion spread over machines.
+void add_part_options(CLI::App* sub, ConvertCli* c) {
+  sub->add_option("--part", c->part,
+                  "Convert only part I of N (I/N, I from 0; or I with --parts N) of the shuffled "
+                  "listing, as one task of many sharing OUT; `auto`: I (and N) from "
+                  "SLURM_ARRAY_TASK_ID/_COUNT (Slurm job array) or JOB_COMPLETION_INDEX "
+                  "(Kubernetes indexed Job, with --parts). Shards are then planned by count "
+                  "(--shards, else source bytes / --shard-size); then run --finish")
+      ->type_name("I/N|auto");
+  sub->add_option("--parts", c->parts,
+                  "Part count N for --part I or auto (alone: --part auto --parts N)")
+      ->type_name("N");
+  sub->add_option("--finish", c->finish,
+                  "Check every part of a --part conversion in this dataset folder and write "
+                  "dataset.json (with --split)")
+      ->type_name("OUT");
+  sub->add_flag("--no-verify", c->no_verify,
+                "With --finish: compare shard sizes only, not their CRC32C");
+}
+
 }  // namespace
 
 void register_convert(CLI::App& app, int* exit_code) {
@@ -326,22 +346,7 @@ void register_convert(CLI::App& app, int* exit_code) {
   sub->add_option("--max-pixels", o.max_pixels,
                   "Refuse images declaring more pixels (decompression bombs)")
       ->capture_default_str();
-  sub->add_option("--part", c->part,
-                  "Convert only part I of N (I/N, I from 0; or I with --parts N) of the shuffled "
-                  "listing, as one task of many sharing OUT; `auto`: I (and N) from "
-                  "SLURM_ARRAY_TASK_ID/_COUNT (Slurm job array) or JOB_COMPLETION_INDEX "
-                  "(Kubernetes indexed Job, with --parts). Shards are then planned by count "
-                  "(--shards, else source bytes / --shard-size); then run --finish")
-      ->type_name("I/N|auto");
-  sub->add_option("--parts", c->parts,
-                  "Part count N for --part I or auto (alone: --part auto --parts N)")
-      ->type_name("N");
-  sub->add_option("--finish", c->finish,
-                  "Check every part of a --part conversion in this dataset folder and write "
-                  "dataset.json (with --split)")
-      ->type_name("OUT");
-  sub->add_flag("--no-verify", c->no_verify,
-                "With --finish: compare shard sizes only, not their CRC32C");
+  add_part_options(sub, c.get());
   sub->add_flag("-q,--quiet", c->quiet, "No progress display");
   sub->callback([c, exit_code] { *exit_code = run(*c); });
 }
