@@ -152,6 +152,19 @@ struct ConvertOptions {
   // Explicit class list (label ids = positions); empty = from the source,
   // or from an existing dataset.json in the output folder.
   std::vector<std::string> classes;
+  // A partitioned conversion: convert part `part` (from 0) of `parts`, one
+  // machine's share of many (0 parts: all of it, here). Shards are then
+  // planned by count, so that every part places each record from the
+  // listing alone: S = `shards`, or when that is 0, the listed files' total
+  // size over `shard_bytes` rounded up (which stats every file: pass
+  // `shards` to skip that), and record p of the shuffled listing goes to
+  // shard p*S/images, exactly as `shards = S` on one machine. Part I writes
+  // shards [I*S/N, (I+1)*S/N) under their final names, then its part record
+  // OUT/.parts/{split}-part-{I:05d}-of-{N:05d}.json; finish_convert checks
+  // the parts and writes dataset.json. Parts of one split may run at once,
+  // on any machines sharing OUT; two runs of one part may not.
+  int part = 0;
+  int parts = 0;
   // Recorded in dataset.json.
   std::string command;
   // Called from the calling thread after each image, at most ~10 times/s.
@@ -172,14 +185,37 @@ struct ConvertReport {
   std::vector<std::string> ignored;
   std::vector<ShardInfo> shards;
   std::vector<std::string> classes;
+  // The split's shards: shards.size(), except for a part, whose `shards` are
+  // its own share of these, numbered from first_shard.
+  uint64_t shard_count = 0;
+  uint64_t first_shard = 0;
 };
 
 // Converts an ImageFolder tree or list file into shards under out_dir
 // (created if needed), then writes dataset.json last. Under kFail the first
 // bad image stops the run with its file and reason, and nothing that looks
-// complete is left behind.
+// complete is left behind. With options.parts > 0 it converts that part and
+// writes its part record instead of dataset.json (see ConvertOptions::part).
 Result<ConvertReport> convert_images(const std::string& src, const std::string& out_dir,
                                      const ConvertOptions& options);
+
+struct FinishOptions {
+  std::string split = "train";
+  // Read every shard to compare its CRC32C with its part record's (sizes
+  // are always compared). Reading is cheap next to converting; off, a shard
+  // damaged after its part finished goes unnoticed until it is read.
+  bool verify = true;
+};
+
+// Completes a partitioned conversion in out_dir: reads every part record of
+// the split, checks that all N parts are there, made with one fingerprint
+// (listing, shard count, options), and that each shard they name is in
+// place with the recorded size (and CRC32C) and its index; then adds the
+// split to dataset.json, removes the split's stale shards and its part
+// records. A missing part or a missing, short or damaged shard is an error
+// naming it (all of them, not only the first). The report holds the split's
+// totals (`images`: the listing's).
+Result<ConvertReport> finish_convert(const std::string& out_dir, const FinishOptions& options);
 
 // ---- Inspection -----------------------------------------------------------
 

@@ -16,6 +16,8 @@
 
 #include "base/file_util.h"
 #include "base/mutex.h"
+#include "dataset/convert_output.h"
+#include "dataset/convert_part.h"
 #include "sluice/dataset.h"
 
 namespace sluice {
@@ -188,12 +190,14 @@ class ReorderBuffer {
   size_t window_;
 };
 
-// Shards being written under temporary names (".split-00003.partial");
-// renamed to their final `-of-N` names only once every shard is done.
+// Shards being written under temporary names (".split-00003.partial", by
+// their number in the split); renamed to their final `-of-N` names only
+// once every shard of this run is done.
 class ShardSet {
  public:
-  ShardSet(std::string dir, std::string split, const ConvertOptions& options)
-      : dir_(std::move(dir)), split_(std::move(split)), options_(options) {}
+  ShardSet(std::string dir, std::string split, const ConvertOptions& options,
+           detail::ShardPlan plan)
+      : dir_(std::move(dir)), split_(std::move(split)), options_(options), plan_(plan) {}
   ~ShardSet() {
     writer_.reset();
     for (const Shard& s : shards_) {
@@ -202,35 +206,30 @@ class ShardSet {
     }
   }
 
-  Status write(size_t position, size_t total, std::string_view record) {
-    size_t want = current_shard(position, total, record.size());
+  Status write(size_t position, std::string_view record) {
+    size_t want = current_shard(position, record.size());
     while (shards_.empty() || shards_.size() - 1 < want) SLUICE_RETURN_IF_ERROR(open_next());
     SLUICE_ASSIGN_OR_RETURN(uint64_t offset, writer_->write(record));
     shards_.back().index.push_back({offset, framed_size(record.size())});
     return Status();
   }
 
-  // Closes the last shard (opening empty ones up to `shards` if fixed),
-  // renames all into place and writes their indexes.
+  // Closes the last shard (opening empty ones up to the plan's), then puts
+  // them all in place with their indexes.
   Result<std::vector<ShardInfo>> finish() {
-    size_t want = options_.shards > 0 ? static_cast<size_t>(options_.shards)
-                                      : std::max<size_t>(1, shards_.size());
+    size_t want = plan_.count ? plan_.end - plan_.first : std::max<size_t>(1, shards_.size());
     while (shards_.size() < want) SLUICE_RETURN_IF_ERROR(open_next());
     if (writer_) SLUICE_RETURN_IF_ERROR(writer_->close());
     writer_.reset();
     std::vector<ShardInfo> out;
-    size_t n = shards_.size();
-    for (size_t i = 0; i < n; ++i) {
+    const size_t n = plan_.count ? plan_.count : shards_.size();
+    for (size_t i = 0; i < shards_.size(); ++i) {
       ShardInfo info;
-      info.file = fmt::format("{}-{:05d}-of-{:05d}.tfrecord", split_, i, n);
-      info.index = fmt::format("{}-{:05d}-of-{:05d}.idx", split_, i, n);
+      info.file = fmt::format("{}-{:05d}-of-{:05d}.tfrecord", split_, plan_.first + i, n);
+      info.index = fmt::format("{}-{:05d}-of-{:05d}.idx", split_, plan_.first + i, n);
       info.records = shards_[i].index.size();
-      std::string final_path = (fs::path(dir_) / info.file).string();
-      SLUICE_ASSIGN_OR_RETURN(info.crc32c, crc32c_of_file(shards_[i].partial, &info.bytes));
-      SLUICE_RETURN_IF_ERROR(write_index((fs::path(dir_) / info.index).string(), shards_[i].index));
-      if (::rename(shards_[i].partial.c_str(), final_path.c_str()) != 0) {
-        return errno_error(final_path, "rename into place", errno);
-      }
+      SLUICE_RETURN_IF_ERROR(
+          detail::publish_shard(dir_, shards_[i].partial, shards_[i].index, &info));
       out.push_back(std::move(info));
     }
     finished_ = true;
@@ -244,8 +243,9 @@ class ShardSet {
     std::vector<IndexEntry> index;
   };
 
-  size_t current_shard(size_t position, size_t total, size_t record_bytes) const {
-    if (options_.shards > 0) return position * static_cast<size_t>(options_.shards) / total;
+  // This run's shard (from 0) for the record at `position`.
+  size_t current_shard(size_t position, size_t record_bytes) const {
+    if (plan_.count) return plan_.shard_of(position) - plan_.first;
     if (shards_.empty()) return 0;
     bool full = !shards_.back().index.empty() &&
                 writer_->position() + framed_size(record_bytes) > options_.shard_bytes;
@@ -255,8 +255,8 @@ class ShardSet {
   Status open_next() {
     if (writer_) SLUICE_RETURN_IF_ERROR(writer_->close());
     Shard s;
-    s.partial =
-        (fs::path(dir_) / fmt::format(".{}-{:05d}.partial", split_, shards_.size())).string();
+    const size_t number = plan_.first + shards_.size();
+    s.partial = (fs::path(dir_) / fmt::format(".{}-{:05d}.partial", split_, number)).string();
     RecordWriterOptions wo;
     wo.compression = options_.compression;
     SLUICE_ASSIGN_OR_RETURN(writer_, RecordWriter::create(s.partial, wo));
@@ -267,6 +267,7 @@ class ShardSet {
   std::string dir_;
   std::string split_;
   const ConvertOptions& options_;
+  const detail::ShardPlan plan_;
   std::vector<Shard> shards_;
   std::unique_ptr<RecordWriter> writer_;
   bool finished_ = false;
@@ -287,23 +288,13 @@ Status validate(const ConvertOptions& o) {
     return invalid_argument_error("--quality must be within 1..100");
   if (o.compression == Compression::kAuto)
     return invalid_argument_error("--compression must be none, gzip or zlib");
-  return Status();
-}
-
-// Removes this split's shards from an earlier conversion that the new one
-// did not overwrite (a different shard count leaves differently named files).
-void remove_stale_shards(const std::string& dir, const std::string& split,
-                         const std::vector<ShardInfo>& keep) {
-  std::regex pattern(std::regex_replace(split, std::regex(R"([.])"), R"(\.)") +
-                     R"(-\d{5}-of-\d{5}\.(tfrecord|idx))");
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    std::string name = e.path().filename().string();
-    if (!std::regex_match(name, pattern)) continue;
-    bool kept = std::any_of(keep.begin(), keep.end(),
-                            [&](const ShardInfo& s) { return s.file == name || s.index == name; });
-    if (!kept) fs::remove(e.path(), ec);
+  if (o.parts < 0 || o.parts > 99999)
+    return invalid_argument_error("--part I/N: N must be within 1..99999");
+  if (o.parts > 0 && (o.part < 0 || o.part >= o.parts)) {
+    return invalid_argument_error(
+        fmt::format("--part {}/{}: I must be within 0..{}", o.part, o.parts, o.parts - 1));
   }
+  return Status();
 }
 
 }  // namespace
@@ -318,11 +309,7 @@ namespace {
 // converts of one split into one folder at once are not supported (they
 // would write the same shard names).
 void remove_dead_temporaries(const std::string& dir, const std::string& split) {
-  std::string quoted;  // the split name, literally
-  for (char c : split) {
-    if (std::string_view("\\^$.|?*+()[]{}").find(c) != std::string_view::npos) quoted += '\\';
-    quoted += c;
-  }
+  const std::string quoted = detail::regex_quote(split);
   const std::regex ours("(\\." + quoted + "-[0-9]{5}\\.partial|" + quoted +
                         "-[0-9]{5}-of-[0-9]{5}\\.idx|dataset\\.json)(\\.tmp-([0-9]+))?");
   std::error_code ec;
@@ -366,10 +353,12 @@ Result<SourceList> open_source(const std::string& src, const std::string& out_di
 
 // Workers prepare the images in parallel; this thread writes them to the
 // shards in input order, skipping (or failing on) bad ones per on_error.
+// Only the positions of this run's shards are prepared (all, but for a part).
 Status write_records(const SourceList& source, const std::vector<size_t>& order,
-                     const ConvertOptions& options, Clock::time_point t0, ShardSet* shards,
-                     ConvertReport* report) {
-  const size_t n = order.size();
+                     const detail::ShardPlan& plan, const ConvertOptions& options,
+                     Clock::time_point t0, ShardSet* shards, ConvertReport* report) {
+  const size_t first = plan.begin_position();
+  const size_t n = plan.end_position() - first;
   const size_t workers = options.workers > 0 ? static_cast<size_t>(options.workers)
                                              : std::max(1u, std::thread::hardware_concurrency());
   ReorderBuffer buffer(n, 4 * workers + 8);
@@ -378,7 +367,7 @@ Status write_records(const SourceList& source, const std::vector<size_t>& order,
   for (size_t w = 0; w < workers; ++w) {
     pool.emplace_back([&](std::stop_token st) {
       while (auto k = buffer.claim(st)) {
-        buffer.put(*k, prepare(source.items[order[*k]], source.classes, options));
+        buffer.put(*k, prepare(source.items[order[first + *k]], source.classes, options));
       }
     });
   }
@@ -389,7 +378,7 @@ Status write_records(const SourceList& source, const std::vector<size_t>& order,
     Prepared p = buffer.take(k);
     report->bytes_in += p.bytes_in;
     if (!p.status.ok()) {
-      const std::string& file = source.items[order[k]].path;
+      const std::string& file = source.items[order[first + k]].path;
       std::string reason(p.status.message());
       if (options.on_error == ErrorPolicy::kFail) {
         failure = p.status;
@@ -400,7 +389,7 @@ Status write_records(const SourceList& source, const std::vector<size_t>& order,
     } else {
       report->resized += p.resized;
       report->rewritten += p.rewritten;
-      failure = shards->write(k, n, p.record);
+      failure = shards->write(first + k, p.record);
       if (!failure.ok()) break;
       ++report->written;
     }
@@ -422,6 +411,32 @@ Status write_records(const SourceList& source, const std::vector<size_t>& order,
 
 }  // namespace
 
+namespace {
+
+std::string absolute(const std::string& path) {
+  return fs::absolute(path).lexically_normal().string();
+}
+
+Status publish_whole(const std::string& src, const std::string& out_dir, const ConvertOptions& o,
+                     const ConvertReport& report) {
+  detail::remove_stale_shards(out_dir, o.split, report.shards);
+  // Part records of this split describe shards this run has replaced.
+  detail::remove_part_records(out_dir, o.split, [](int, int) { return true; });
+  detail::remove_empty_parts_folder(out_dir);
+  SplitInfo split;
+  split.compression = o.compression;
+  split.records = report.written;
+  split.shards = report.shards;
+  split.skipped = report.skipped;
+  split.command = o.command;
+  split.source = absolute(src);
+  split.created_by = "sluice " SLUICE_VERSION;
+  // Last: the dataset is now whole.
+  return detail::publish_split(out_dir, o.split, report.classes, std::move(split));
+}
+
+}  // namespace
+
 Result<ConvertReport> convert_images(const std::string& src, const std::string& out_dir,
                                      const ConvertOptions& options) {
   SLUICE_RETURN_IF_ERROR(validate(options));
@@ -431,36 +446,33 @@ Result<ConvertReport> convert_images(const std::string& src, const std::string& 
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec) return errno_error(out_dir, "cannot create folder", ec.value());
-  remove_dead_temporaries(out_dir, options.split);
+  const detail::ShardPlan plan = detail::plan_shards(source, options);
+  if (options.parts > 0) {
+    detail::prepare_part(out_dir, options, plan);
+  } else {
+    remove_dead_temporaries(out_dir, options.split);
+  }
 
   ConvertReport report;
   report.classes = source.classes;
   report.ignored = source.ignored;
   report.images = source.items.size();
-  ShardSet shards(out_dir, options.split, options);
+  ShardSet shards(out_dir, options.split, options, plan);
   SLUICE_RETURN_IF_ERROR(
-      write_records(source, input_order(source.items.size(), options.shuffle, options.seed),
+      write_records(source, input_order(source.items.size(), options.shuffle, options.seed), plan,
                     options, t0, &shards, &report));
-  if (report.written == 0) {
+  // A part may hold only bad images, or none; finish_convert checks the whole.
+  if (report.written == 0 && options.parts == 0) {
     return data_loss_error(src + ": no image could be converted (" +
                            std::to_string(report.skipped.size()) + " bad files)");
   }
   SLUICE_ASSIGN_OR_RETURN(report.shards, shards.finish());
-  remove_stale_shards(out_dir, options.split, report.shards);
-
-  SplitInfo split;
-  split.compression = options.compression;
-  split.records = report.written;
-  split.shards = report.shards;
-  split.skipped = report.skipped;
-  split.command = options.command;
-  split.source = fs::absolute(src).lexically_normal().string();
-  split.created_by = "sluice " SLUICE_VERSION;
+  report.shard_count = plan.count ? plan.count : report.shards.size();
+  report.first_shard = plan.first;
   for (const ShardInfo& s : report.shards) report.bytes_out += s.bytes;
-  manifest.keys = tensorflow_feature_keys();
-  manifest.classes = source.classes;
-  manifest.splits[options.split] = std::move(split);
-  SLUICE_RETURN_IF_ERROR(write_manifest(out_dir, manifest));  // last: the dataset is now whole
+  SLUICE_RETURN_IF_ERROR(options.parts > 0
+                             ? detail::publish_part(src, out_dir, options, source, plan, report)
+                             : publish_whole(src, out_dir, options, report));
   report.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return report;
 }

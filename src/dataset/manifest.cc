@@ -2,9 +2,9 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <nlohmann/json.hpp>
 
 #include "base/file_util.h"
+#include "dataset/manifest_json.h"
 #include "remote/files.h"
 #include "remote/url.h"
 #include "sluice/dataset.h"
@@ -12,7 +12,8 @@
 namespace sluice {
 namespace {
 
-using json = nlohmann::ordered_json;
+using detail::get_field;
+using detail::json;
 
 constexpr const char* kFormatTag = "sluice-dataset";
 constexpr uint64_t kMaxManifestBytes = uint64_t{256} << 20;
@@ -22,37 +23,67 @@ json keys_to_json(const FeatureKeys& k) {
               {"height", k.height}, {"width", k.width},   {"key", k.key}};
 }
 
-// Reads a required field of the expected JSON type, or explains which one
-// is missing or wrong.
-template <typename T>
-Status get(const json& j, const char* field, T* out, std::string_view where) {
-  auto it = j.find(field);
-  if (it == j.end()) return data_loss_error(fmt::format("{}: missing field '{}'", where, field));
-  try {
-    *out = it->template get<T>();
-  } catch (const json::exception&) {
-    return data_loss_error(fmt::format("{}: field '{}' has the wrong type", where, field));
-  }
+Status keys_from_json(const json& j, FeatureKeys* k, std::string_view where) {
+  SLUICE_RETURN_IF_ERROR(get_field(j, "image", &k->image, where));
+  SLUICE_RETURN_IF_ERROR(get_field(j, "format", &k->format, where));
+  SLUICE_RETURN_IF_ERROR(get_field(j, "label", &k->label, where));
+  SLUICE_RETURN_IF_ERROR(get_field(j, "height", &k->height, where));
+  SLUICE_RETURN_IF_ERROR(get_field(j, "width", &k->width, where));
+  SLUICE_RETURN_IF_ERROR(get_field(j, "key", &k->key, where));
   return Status();
 }
 
-Status keys_from_json(const json& j, FeatureKeys* k, std::string_view where) {
-  SLUICE_RETURN_IF_ERROR(get(j, "image", &k->image, where));
-  SLUICE_RETURN_IF_ERROR(get(j, "format", &k->format, where));
-  SLUICE_RETURN_IF_ERROR(get(j, "label", &k->label, where));
-  SLUICE_RETURN_IF_ERROR(get(j, "height", &k->height, where));
-  SLUICE_RETURN_IF_ERROR(get(j, "width", &k->width, where));
-  SLUICE_RETURN_IF_ERROR(get(j, "key", &k->key, where));
+Status split_from_json(const json& j, SplitInfo* s, std::string_view where) {
+  std::string compression;
+  SLUICE_RETURN_IF_ERROR(get_field(j, "compression", &compression, where));
+  auto c = parse_compression(compression);
+  if (!c.ok() || *c == Compression::kAuto) {
+    return data_loss_error(fmt::format("{}: unknown compression '{}'", where, compression));
+  }
+  s->compression = *c;
+  SLUICE_RETURN_IF_ERROR(get_field(j, "records", &s->records, where));
+  auto shards = j.find("shards");
+  if (shards == j.end() || !shards->is_array()) {
+    return data_loss_error(fmt::format("{}: missing array 'shards'", where));
+  }
+  uint64_t total = 0;
+  for (size_t i = 0; i < shards->size(); ++i) {
+    ShardInfo info;
+    SLUICE_RETURN_IF_ERROR(
+        detail::shard_from_json((*shards)[i], &info, fmt::format("{}: shard {}", where, i)));
+    total += info.records;
+    s->shards.push_back(std::move(info));
+  }
+  if (total != s->records) {
+    return data_loss_error(
+        fmt::format("{}: shards hold {} records but the split says {}", where, total, s->records));
+  }
+  if (auto sk = j.find("skipped"); sk != j.end()) s->skipped = detail::skipped_from_json(*sk);
+  if (auto m = j.find("command"); m != j.end() && m->is_string()) s->command = *m;
+  if (auto m = j.find("created_by"); m != j.end() && m->is_string()) s->created_by = *m;
+  if (auto m = j.find("source"); m != j.end() && m->is_string()) s->source = *m;
   return Status();
+}
+
+}  // namespace
+
+namespace detail {
+
+json shard_to_json(const ShardInfo& sh) {
+  return json{{"file", sh.file},
+              {"index", sh.index},
+              {"records", sh.records},
+              {"bytes", sh.bytes},
+              {"crc32c", fmt::format("{:08x}", sh.crc32c)}};
 }
 
 Status shard_from_json(const json& j, ShardInfo* s, std::string_view where) {
-  SLUICE_RETURN_IF_ERROR(get(j, "file", &s->file, where));
-  SLUICE_RETURN_IF_ERROR(get(j, "index", &s->index, where));
-  SLUICE_RETURN_IF_ERROR(get(j, "records", &s->records, where));
-  SLUICE_RETURN_IF_ERROR(get(j, "bytes", &s->bytes, where));
+  SLUICE_RETURN_IF_ERROR(get_field(j, "file", &s->file, where));
+  SLUICE_RETURN_IF_ERROR(get_field(j, "index", &s->index, where));
+  SLUICE_RETURN_IF_ERROR(get_field(j, "records", &s->records, where));
+  SLUICE_RETURN_IF_ERROR(get_field(j, "bytes", &s->bytes, where));
   std::string crc;
-  SLUICE_RETURN_IF_ERROR(get(j, "crc32c", &crc, where));
+  SLUICE_RETURN_IF_ERROR(get_field(j, "crc32c", &crc, where));
   unsigned long v = 0;
   size_t used = 0;
   try {
@@ -75,46 +106,26 @@ Status shard_from_json(const json& j, ShardInfo* s, std::string_view where) {
   return Status();
 }
 
-Status split_from_json(const json& j, SplitInfo* s, std::string_view where) {
-  std::string compression;
-  SLUICE_RETURN_IF_ERROR(get(j, "compression", &compression, where));
-  auto c = parse_compression(compression);
-  if (!c.ok() || *c == Compression::kAuto) {
-    return data_loss_error(fmt::format("{}: unknown compression '{}'", where, compression));
-  }
-  s->compression = *c;
-  SLUICE_RETURN_IF_ERROR(get(j, "records", &s->records, where));
-  auto shards = j.find("shards");
-  if (shards == j.end() || !shards->is_array()) {
-    return data_loss_error(fmt::format("{}: missing array 'shards'", where));
-  }
-  uint64_t total = 0;
-  for (size_t i = 0; i < shards->size(); ++i) {
-    ShardInfo info;
-    SLUICE_RETURN_IF_ERROR(
-        shard_from_json((*shards)[i], &info, fmt::format("{}: shard {}", where, i)));
-    total += info.records;
-    s->shards.push_back(std::move(info));
-  }
-  if (total != s->records) {
-    return data_loss_error(
-        fmt::format("{}: shards hold {} records but the split says {}", where, total, s->records));
-  }
-  if (auto sk = j.find("skipped"); sk != j.end() && sk->is_array()) {
-    for (const json& e : *sk) {
-      if (e.is_object() && e.contains("file") && e.contains("reason") && e["file"].is_string() &&
-          e["reason"].is_string()) {
-        s->skipped.emplace_back(e["file"].get<std::string>(), e["reason"].get<std::string>());
-      }
-    }
-  }
-  if (auto m = j.find("command"); m != j.end() && m->is_string()) s->command = *m;
-  if (auto m = j.find("created_by"); m != j.end() && m->is_string()) s->created_by = *m;
-  if (auto m = j.find("source"); m != j.end() && m->is_string()) s->source = *m;
-  return Status();
+json skipped_to_json(const Skipped& skipped) {
+  json out = json::array();
+  for (const auto& [file, reason] : skipped)
+    out.push_back(json{{"file", file}, {"reason", reason}});
+  return out;
 }
 
-}  // namespace
+Skipped skipped_from_json(const json& j) {
+  Skipped out;
+  if (!j.is_array()) return out;
+  for (const json& e : j) {
+    if (e.is_object() && e.contains("file") && e.contains("reason") && e["file"].is_string() &&
+        e["reason"].is_string()) {
+      out.emplace_back(e["file"].get<std::string>(), e["reason"].get<std::string>());
+    }
+  }
+  return out;
+}
+
+}  // namespace detail
 
 Result<DatasetManifest> parse_manifest(std::string_view text, std::string_view name) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -122,12 +133,12 @@ Result<DatasetManifest> parse_manifest(std::string_view text, std::string_view n
     return data_loss_error(fmt::format("{}: not valid JSON", name));
   }
   std::string tag;
-  SLUICE_RETURN_IF_ERROR(get(j, "format", &tag, name));
+  SLUICE_RETURN_IF_ERROR(get_field(j, "format", &tag, name));
   if (tag != kFormatTag) {
     return data_loss_error(fmt::format("{}: format is '{}', expected '{}'", name, tag, kFormatTag));
   }
   int version = 0;
-  SLUICE_RETURN_IF_ERROR(get(j, "version", &version, name));
+  SLUICE_RETURN_IF_ERROR(get_field(j, "version", &version, name));
   if (version != DatasetManifest::kVersion) {
     return unimplemented_error(fmt::format("{}: manifest version {} (this sluice reads version {})",
                                            name, version, DatasetManifest::kVersion));
@@ -138,7 +149,7 @@ Result<DatasetManifest> parse_manifest(std::string_view text, std::string_view n
     return data_loss_error(fmt::format("{}: missing object 'keys'", name));
   }
   SLUICE_RETURN_IF_ERROR(keys_from_json(*keys, &m.keys, fmt::format("{}: keys", name)));
-  SLUICE_RETURN_IF_ERROR(get(j, "classes", &m.classes, name));
+  SLUICE_RETURN_IF_ERROR(get_field(j, "classes", &m.classes, name));
   auto splits = j.find("splits");
   if (splits == j.end() || !splits->is_object()) {
     return data_loss_error(fmt::format("{}: missing object 'splits'", name));
@@ -161,20 +172,11 @@ std::string format_manifest(const DatasetManifest& m) {
   json splits = json::object();
   for (const auto& [name, s] : m.splits) {
     json shards = json::array();
-    for (const ShardInfo& sh : s.shards) {
-      shards.push_back(json{{"file", sh.file},
-                            {"index", sh.index},
-                            {"records", sh.records},
-                            {"bytes", sh.bytes},
-                            {"crc32c", fmt::format("{:08x}", sh.crc32c)}});
-    }
-    json skipped = json::array();
-    for (const auto& [file, reason] : s.skipped)
-      skipped.push_back(json{{"file", file}, {"reason", reason}});
+    for (const ShardInfo& sh : s.shards) shards.push_back(detail::shard_to_json(sh));
     splits[name] = json{{"compression", std::string(compression_name(s.compression))},
                         {"records", s.records},
                         {"shards", shards},
-                        {"skipped", skipped},
+                        {"skipped", detail::skipped_to_json(s.skipped)},
                         {"command", s.command},
                         {"source", s.source},
                         {"created_by", s.created_by}};

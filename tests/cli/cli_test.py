@@ -641,6 +641,97 @@ class CliTest(unittest.TestCase):
             self.assertEqual(contents(out), want, f"trial {trial}")
         self.assertGreater(killed, 5, "convert finished before most kills: make the input larger")
 
+    def shard_files(self, out):
+        return {n: slurp(os.path.join(out, n)) for n in os.listdir(out)
+                if n.endswith((".tfrecord", ".idx"))}
+
+    def test_convert_parts_from_job_runner_environments(self):
+        # Every way of naming the part gives the bytes of one --shards 3 run.
+        ref = self.fresh("parts-ref")
+        self.convert(ref, "--shards", "3")
+        want = self.shard_files(ref)
+        clean = {k: v for k, v in os.environ.items()
+                 if not k.startswith("SLURM_") and k != "JOB_COMPLETION_INDEX"}
+        slurm = self.fresh("parts-slurm")  # sbatch --array=1-4: ids 1..4
+        for task in range(1, 5):
+            env = {**clean, "SLURM_ARRAY_TASK_ID": str(task), "SLURM_ARRAY_TASK_MIN": "1",
+                   "SLURM_ARRAY_TASK_COUNT": "4"}
+            p = subprocess.run([SLUICE, "convert", self.train, "-o", slurm, "-q", "--shards", "3",
+                                "--part", "auto"], capture_output=True, text=True, env=env)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn(f"part {task - 1} of 4 (SLURM_ARRAY_TASK_ID={task}, SLURM_ARRAY_TASK_MIN=1, "
+                          "SLURM_ARRAY_TASK_COUNT=4)", p.stdout)
+        k8s = self.fresh("parts-k8s")  # an indexed Job of 3 completions
+        for index in range(3):
+            env = {**clean, "JOB_COMPLETION_INDEX": str(index)}
+            p = subprocess.run([SLUICE, "convert", self.train, "-o", k8s, "-q", "--shards", "3",
+                                "--parts", "3"], capture_output=True, text=True, env=env)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn(f"part {index} of 3 (JOB_COMPLETION_INDEX={index})", p.stdout)
+        xargs = self.fresh("parts-xargs")  # all at once, into one folder
+        p = subprocess.run(f"seq 0 2 | xargs -P 3 -I{{}} '{SLUICE}' convert '{self.train}' -o '{xargs}' "
+                           f"-q --shards 3 --part {{}}/3", shell=True, capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for out in (slurm, k8s, xargs):
+            self.assertFalse(os.path.exists(os.path.join(out, "dataset.json")))
+            p = run("convert", "--finish", out, check=0)
+            self.assertIn("finished split 'train': 60 of 60 images in 3 shards", p.stdout)
+            self.assertEqual(self.shard_files(out), want, out)
+            self.assertFalse(os.path.exists(os.path.join(out, ".parts")))
+
+    def test_convert_part_needs_its_index_and_count(self):
+        clean = {k: v for k, v in os.environ.items()
+                 if not k.startswith("SLURM_") and k != "JOB_COMPLETION_INDEX"}
+        out = self.fresh("parts-bad")
+
+        def convert(*extra, env=None):
+            return subprocess.run([SLUICE, "convert", self.train, "-o", out, "-q", *extra],
+                                  capture_output=True, text=True, env={**clean, **(env or {})})
+
+        p = convert("--part", "auto")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("neither SLURM_ARRAY_TASK_ID nor JOB_COMPLETION_INDEX is set", p.stderr)
+        p = convert("--part", "auto", env={"JOB_COMPLETION_INDEX": "2"})
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("JOB_COMPLETION_INDEX=2 gives the part but not the count: add --parts N", p.stderr)
+        p = convert("--part", "auto", env={"SLURM_ARRAY_TASK_ID": "9", "SLURM_ARRAY_TASK_COUNT": "4"})
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("use --array=0-3", p.stderr)
+        p = convert("--part", "4/4")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("--part 4/4: I must be within 0..3", p.stderr)
+        for bad in ("x/4", "1/0", "1"):
+            p = convert("--part", bad)
+            self.assertEqual(p.returncode, 1, bad)
+            self.assertIn(f"--part '{bad}': expected I/N", p.stderr)
+        # Inside a job array, a plain convert still converts everything: the
+        # environment is read only when asked.
+        p = convert("--shards", "2", env={"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_COUNT": "4"})
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(os.path.exists(os.path.join(out, "dataset.json")))
+        self.assertEqual(run("convert", "--finish", out, self.train).returncode, 2)
+        self.assertEqual(run("convert", "-o", out).returncode, 2)
+        self.assertEqual(run("convert", self.train, "-o", out, "--no-verify").returncode, 1)
+
+    def test_convert_finish_names_a_missing_part_and_a_half_written_shard(self):
+        out = self.fresh("parts-damage")
+        for i in (0, 2):
+            self.convert(out, "--shards", "3", "--part", f"{i}/3")
+        p = run("convert", "--finish", out, check=1)
+        self.assertIn(os.path.join(out, ".parts", "train-part-00001-of-00003.json") +
+                      ": missing: part 1 of 3 has not finished", p.stderr)
+        self.convert(out, "--shards", "3", "--part", "1/3")
+        shard = os.path.join(out, "train-00001-of-00003.tfrecord")
+        size = os.path.getsize(shard)
+        os.truncate(shard, size - 10)
+        p = run("convert", "--finish", out, "--no-verify", check=1)
+        self.assertIn(f"{shard}: {size - 10} bytes where part 1 wrote {size}", p.stderr)
+        self.assertIn("rerun part 1 of 3", p.stderr)
+        self.assertFalse(os.path.exists(os.path.join(out, "dataset.json")))
+        self.convert(out, "--shards", "3", "--part", "1/3")
+        run("convert", "--finish", out, check=0)
+        run("inspect", out, "--verify", check=0)
+
     def test_convert_onto_a_full_disk_fails_clearly_and_leaves_nothing(self):
         # A 48 KB tmpfs fills during the first shard (about 100 KB): the error names the
         # file and the reason, the exit status is 1, and the folder holds no

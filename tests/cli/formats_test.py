@@ -119,6 +119,17 @@ class FormatsTest(unittest.TestCase):
         self.assertEqual(set(split), set(want))
         self.assertEqual(set(split["shards"][0]), set(want["shards"][0]))
 
+    def test_convert_part_record(self):
+        out = os.path.join(self.tmp, "parts")
+        run("convert", os.path.join(self.images, "train"), "-o", out, "-q", "--shards", "2",
+            "--part", "1/2")
+        with open(os.path.join(out, ".parts", "train-part-00001-of-00002.json")) as f:
+            doc = json.load(f)
+        self.check("Part record", doc)
+        with open(os.path.join(self.data, "dataset.json")) as f:
+            manifest = json.load(f)
+        self.assertEqual(set(doc["shards"][0]), set(manifest["splits"]["train"]["shards"][0]))
+
     @unittest.skipUnless(TRAINER, "sluice-train was not built (no LibTorch)")
     def test_training_summary_status_and_checkpoint(self):
         out = os.path.join(self.tmp, "train")
