@@ -18,6 +18,8 @@
 #include "base/mutex.h"
 #include "dataset/convert_output.h"
 #include "dataset/convert_part.h"
+#include "dataset/convert_remote.h"
+#include "remote/url.h"
 #include "sluice/dataset.h"
 
 namespace sluice {
@@ -439,6 +441,7 @@ Status publish_whole(const std::string& src, const std::string& out_dir, const C
 
 Result<ConvertReport> convert_images(const std::string& src, const std::string& out_dir,
                                      const ConvertOptions& options) {
+  if (remote::is_url(out_dir)) return detail::convert_to_url(src, out_dir, options);
   SLUICE_RETURN_IF_ERROR(validate(options));
   auto t0 = Clock::now();
   DatasetManifest manifest;

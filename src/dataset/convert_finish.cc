@@ -11,7 +11,10 @@
 #include "base/file_util.h"
 #include "dataset/convert_output.h"
 #include "dataset/convert_part.h"
+#include "dataset/convert_remote.h"
 #include "dataset/part_record.h"
+#include "remote/files.h"
+#include "remote/url.h"
 #include "sluice/dataset.h"
 
 namespace sluice {
@@ -40,6 +43,7 @@ class Problems {
 };
 
 std::string in(const std::string& dir, const std::string& name) {
+  if (remote::is_url(dir)) return remote::join(dir, name);
   return (fs::path(dir) / name).string();
 }
 
@@ -110,9 +114,14 @@ void check_shard(const std::string& dir, const PartRecord& r, const ShardInfo& s
                  Problems* problems) {
   const std::string path = in(dir, s.file);
   const std::string rerun = fmt::format("rerun part {} of {}", r.part, r.parts);
-  std::error_code ec;
-  const uint64_t size = fs::file_size(path, ec);
-  if (ec) return problems->add(fmt::format("{}: missing ({})", path, rerun));
+  auto found = remote::file_size(path);
+  if (!found.ok()) {
+    if (found.status().code() != StatusCode::kNotFound) {
+      return problems->add(fmt::format("{} ({})", found.status().message(), rerun));
+    }
+    return problems->add(fmt::format("{}: missing ({})", path, rerun));
+  }
+  const uint64_t size = *found;
   if (size != s.bytes) {
     return problems->add(
         fmt::format("{}: {} bytes where part {} wrote {}: half-written or "
@@ -167,8 +176,11 @@ SplitInfo split_info(const std::vector<PartRecord>& parts, const ConvertReport& 
   return split;
 }
 
-Result<std::vector<PartRecord>> checked_parts(const std::string& dir, const FinishOptions& o) {
-  SLUICE_ASSIGN_OR_RETURN(std::vector<PartRecord> parts, detail::read_part_records(dir, o.split));
+// The part records in `records_dir`, checked against the shards at `dir`.
+Result<std::vector<PartRecord>> checked_parts(const std::string& records_dir,
+                                              const std::string& dir, const FinishOptions& o) {
+  SLUICE_ASSIGN_OR_RETURN(std::vector<PartRecord> parts,
+                          detail::read_part_records(records_dir, o.split));
   if (parts.empty()) {
     return not_found_error(
         fmt::format("{}: no part records of split '{}' (convert with --part "
@@ -188,8 +200,17 @@ Result<std::vector<PartRecord>> checked_parts(const std::string& dir, const Fini
 }  // namespace
 
 Result<ConvertReport> finish_convert(const std::string& out_dir, const FinishOptions& options) {
+  if (remote::is_url(out_dir)) return detail::finish_url(out_dir, options);
+  return detail::finish_staged(out_dir, out_dir, options);
+}
+
+namespace detail {
+
+Result<ConvertReport> finish_staged(const std::string& out_dir, const std::string& shards_at,
+                                    const FinishOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
-  SLUICE_ASSIGN_OR_RETURN(std::vector<PartRecord> parts, checked_parts(out_dir, options));
+  SLUICE_ASSIGN_OR_RETURN(std::vector<PartRecord> parts,
+                          checked_parts(out_dir, shards_at, options));
   ConvertReport report = merge(parts);
   if (report.written == 0) {
     return data_loss_error(fmt::format("{}: no image could be converted ({} bad files)",
@@ -209,4 +230,5 @@ Result<ConvertReport> finish_convert(const std::string& out_dir, const FinishOpt
   return report;
 }
 
+}  // namespace detail
 }  // namespace sluice

@@ -194,3 +194,72 @@ def test_python_module_reads_s3(server, dataset, monkeypatch):
             assert pipe.stats()["remote"]["requests"] > 0
     a, b = labels.values()
     assert all((x == y).all() for x, y in zip(a, b)) and len(a) == len(b)
+
+
+def objects(server, prefix):
+    listed = server.client().list_objects_v2(Bucket=BUCKET, Prefix=prefix)
+    return sorted(o["Key"][len(prefix):] for o in listed.get("Contents", []))
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    """Enough image bytes for a shard over S3's 5 MiB smallest part."""
+    root = tmp_path_factory.mktemp("s3img")
+    run(dict(os.environ), "synth", str(root), "--classes", "3", "--per-class", "120",
+        "--size", "160", "--quality", "97", "--png-fraction", "0.3")
+    return root / "train"
+
+
+def test_convert_to_s3_uploads_in_parts_and_reads_back_the_same(server, images, tmp_path):
+    env = dict(server.env(), SLUICE_UPLOAD_PART_MB="5")
+    run(env, "convert", str(images), "-o", str(tmp_path / "local"), "--shards", "2", "-q")
+    run(env, "convert", str(images), "-o", f"s3://{BUCKET}/conv/", "--shards", "2", "-q")
+    local = sorted(os.listdir(tmp_path / "local"))
+    assert objects(server, "conv/") == local
+    big = max((tmp_path / "local").glob("*.tfrecord"), key=os.path.getsize)
+    assert big.stat().st_size > 5 << 20  # so its upload was multipart
+    head = server.client().head_object(Bucket=BUCKET, Key="conv/" + big.name)
+    assert head["ETag"].strip('"').endswith("-2") or head["ETag"].count("-") == 1  # a multipart ETag
+    for name in local:
+        if name.endswith((".tfrecord", ".idx")):
+            body = server.client().get_object(Bucket=BUCKET, Key="conv/" + name)["Body"].read()
+            assert body == (tmp_path / "local" / name).read_bytes(), name
+    assert digest(env, f"s3://{BUCKET}/conv") == digest(env, str(tmp_path / "local"))
+
+
+def test_convert_parts_to_s3_then_finish(server, images, tmp_path):
+    env = server.env()
+    run(env, "convert", str(images), "-o", str(tmp_path / "one"), "--shards", "5", "-q")
+    url = f"s3://{BUCKET}/parts/"
+    for i in range(3):
+        run(env, "convert", str(images), "-o", url, "--shards", "5", "--part", f"{i}/3", "-q")
+    assert "dataset.json" not in objects(server, "parts/")
+    run(env, "convert", "--finish", url)
+    names = objects(server, "parts/")
+    assert "dataset.json" in names and not any(n.startswith(".parts/") for n in names)
+    assert digest(env, url) == digest(env, str(tmp_path / "one"))
+
+
+def test_finish_names_a_missing_part_on_s3(server, images):
+    env = server.env()
+    url = f"s3://{BUCKET}/halfdone/"
+    run(env, "convert", str(images), "-o", url, "--shards", "4", "--part", "0/2", "-q")
+    p = run(env, "convert", "--finish", url, check=None)
+    assert p.returncode != 0 and "part 1 of 2" in p.stderr, p.stderr
+
+
+def test_interrupted_convert_to_s3_leaves_no_dataset_json(server, images):
+    # The store refuses the last upload: the shards went up, the manifest not.
+    proxy = FaultProxy(server.port,
+                       lambda n, line: "503" if "dataset.json" in line and line.startswith("PUT") else None)
+    try:
+        env = dict(server.env(endpoint=proxy.url), SLUICE_REMOTE_ATTEMPTS="2")
+        p = run(env, "convert", str(images), "-o", f"s3://{BUCKET}/cut/", "--shards", "2", "-q",
+                check=None)
+        assert p.returncode != 0 and "dataset.json" in p.stderr
+    finally:
+        proxy.close()
+    names = objects(server, "cut/")
+    assert "dataset.json" not in names and any(n.endswith(".tfrecord") for n in names)
+    p = run(server.env(), "bench", f"s3://{BUCKET}/cut/dataset.json", "--epochs", "1", check=None)
+    assert p.returncode != 0

@@ -1,0 +1,154 @@
+#include "dataset/convert_remote.h"
+
+#include <fmt/format.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include "base/file_util.h"
+#include "dataset/part_record.h"
+#include "remote/files.h"
+#include "remote/url.h"
+
+namespace sluice::detail {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A temporary folder, removed with everything in it on destruction.
+class Staging {
+ public:
+  static Result<Staging> make() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/sluice-convert-XXXXXX";
+    if (!::mkdtemp(tmpl.data())) return errno_error(tmpl, "cannot create staging folder", errno);
+    return Staging(tmpl);
+  }
+  Staging(Staging&& o) noexcept : path_(std::move(o.path_)) { o.path_.clear(); }
+  ~Staging() {
+    std::error_code ec;
+    if (!path_.empty()) fs::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return (fs::path(path_) / name).string(); }
+
+ private:
+  explicit Staging(std::string p) : path_(std::move(p)) {}
+  std::string path_;
+};
+
+Status must_be_s3(const std::string& url) {
+  SLUICE_ASSIGN_OR_RETURN(remote::ObjectUrl u, remote::parse_url(url));
+  if (u.scheme != remote::ObjectUrl::Scheme::kS3)
+    return invalid_argument_error(url + ": conversion writes to a folder or an s3:// location");
+  return Status();
+}
+
+// The output's dataset.json, when it has one, into the staging folder: the
+// conversion keeps its classes and other splits as it would a folder's.
+Status fetch_manifest(const std::string& url, const Staging& staging) {
+  const std::string manifest = remote::join(url, kManifestName);
+  SLUICE_ASSIGN_OR_RETURN(bool have, remote::exists(manifest));
+  if (!have) return Status();
+  SLUICE_ASSIGN_OR_RETURN(std::string text, remote::read_whole(manifest, uint64_t{256} << 20));
+  return write_file_atomic(staging / kManifestName, text);
+}
+
+Status upload_shards(const std::vector<ShardInfo>& shards, const Staging& staging,
+                     const std::string& url) {
+  for (const ShardInfo& s : shards) {
+    SLUICE_RETURN_IF_ERROR(upload_file(staging / s.file, remote::join(url, s.file)));
+    SLUICE_RETURN_IF_ERROR(upload_file(staging / s.index, remote::join(url, s.index)));
+  }
+  return Status();
+}
+
+uint64_t part_bytes() {
+  const char* mb = std::getenv("SLUICE_UPLOAD_PART_MB");
+  const long n = mb ? std::atol(mb) : 64;
+  return uint64_t(std::max(5L, n)) << 20;
+}
+
+}  // namespace
+
+Status upload_file(const std::string& path, const std::string& url) {
+  SLUICE_ASSIGN_OR_RETURN(remote::ObjectClient * client, remote::ObjectClient::shared());
+  SLUICE_ASSIGN_OR_RETURN(File f, File::open_read(path));
+  SLUICE_ASSIGN_OR_RETURN(uint64_t size, f.size());
+  const uint64_t kPartBytes = part_bytes();
+  std::string buffer(static_cast<size_t>(std::min(size, kPartBytes)), '\0');
+  if (size <= kPartBytes) {
+    SLUICE_ASSIGN_OR_RETURN(size_t got, f.pread(0, buffer.data(), buffer.size()));
+    if (got != size) return data_loss_error(path + ": changed while being uploaded");
+    return client->put(url, buffer);
+  }
+  SLUICE_ASSIGN_OR_RETURN(std::string upload, client->create_multipart(url));
+  std::vector<std::string> etags;
+  Status s;
+  for (uint64_t offset = 0; s.ok() && offset < size; offset += kPartBytes) {
+    const size_t n = static_cast<size_t>(std::min(kPartBytes, size - offset));
+    auto got = f.pread(offset, buffer.data(), n);
+    if (!got.ok() || *got != n) {
+      s = got.ok() ? data_loss_error(path + ": changed while being uploaded") : got.status();
+      break;
+    }
+    auto etag = client->upload_part(url, upload, static_cast<int>(etags.size() + 1),
+                                    std::string_view(buffer.data(), n));
+    if (etag.ok()) {
+      etags.push_back(*etag);
+    } else {
+      s = etag.status();
+    }
+  }
+  if (s.ok()) s = client->complete_multipart(url, upload, etags);
+  if (!s.ok()) client->abort_multipart(url, upload).ignore();  // best effort: s says why
+  return s;
+}
+
+Result<ConvertReport> convert_to_url(const std::string& src, const std::string& url,
+                                     const ConvertOptions& options) {
+  SLUICE_RETURN_IF_ERROR(must_be_s3(url));
+  SLUICE_ASSIGN_OR_RETURN(Staging staging, Staging::make());
+  SLUICE_RETURN_IF_ERROR(fetch_manifest(url, staging));
+  SLUICE_ASSIGN_OR_RETURN(ConvertReport report, convert_images(src, staging.path(), options));
+  SLUICE_RETURN_IF_ERROR(upload_shards(report.shards, staging, url));
+  // Last: what makes the shards count.
+  if (options.parts > 0) {
+    const std::string name = std::string(kPartsFolder) + "/" +
+                             part_record_name(options.split, options.part, options.parts);
+    SLUICE_RETURN_IF_ERROR(upload_file(staging / name, remote::join(url, name)));
+  } else {
+    SLUICE_RETURN_IF_ERROR(upload_file(staging / kManifestName, remote::join(url, kManifestName)));
+  }
+  return report;
+}
+
+Result<ConvertReport> finish_url(const std::string& url, const FinishOptions& options) {
+  SLUICE_RETURN_IF_ERROR(must_be_s3(url));
+  SLUICE_ASSIGN_OR_RETURN(Staging staging, Staging::make());
+  SLUICE_RETURN_IF_ERROR(fetch_manifest(url, staging));
+  // The part records, into the staging folder; the shards stay where they
+  // are and are checked there (sizes by HEAD, CRC32Cs by reading them).
+  const std::string parts_url = remote::join(url, std::string(kPartsFolder) + "/");
+  auto listed = remote::list_folder(parts_url);
+  std::vector<remote::ListedObject> records =
+      listed.ok() ? *listed : std::vector<remote::ListedObject>{};
+  std::error_code ec;
+  fs::create_directories(staging / kPartsFolder, ec);
+  for (const remote::ListedObject& o : records) {
+    const std::string name = o.key.substr(o.key.rfind('/') + 1);
+    SLUICE_ASSIGN_OR_RETURN(std::string text, remote::read_whole(o.key, uint64_t{64} << 20));
+    SLUICE_RETURN_IF_ERROR(
+        write_file_atomic(staging / (std::string(kPartsFolder) + "/" + name), text));
+  }
+  SLUICE_ASSIGN_OR_RETURN(ConvertReport report, finish_staged(staging.path(), url, options));
+  SLUICE_RETURN_IF_ERROR(upload_file(staging / kManifestName, remote::join(url, kManifestName)));
+  // After dataset.json, as for a folder: the part records go.
+  SLUICE_ASSIGN_OR_RETURN(remote::ObjectClient * client, remote::ObjectClient::shared());
+  for (const remote::ListedObject& o : records) client->remove(o.key).ignore();
+  return report;
+}
+
+}  // namespace sluice::detail
