@@ -83,9 +83,10 @@ class FormatsTest(unittest.TestCase):
         with open(j) as f:
             bench = json.load(f)
         # "device" and the ceiling's figures appear only when asked for; the
-        # ceiling was, and the device part is checked by the GPU tests.
+        # ceiling was, and the device part is checked by the GPU tests;
+        # "remote" only for remote shards (tests/interop/test_s3.py reads it).
         names, fmt = table_fields(section("Bench summary"))
-        self.assertEqual(set(bench), names - {"device"})
+        self.assertEqual(set(bench), names - {"device", "remote"})
         self.assertEqual(bench["format"], fmt)
         self.assertEqual(set(bench["stages"]["decode"]),
                          {"items", "bytes", "busy_seconds", "wait_seconds", "busy_share"})
