@@ -170,3 +170,29 @@ class FaultProxy:
 
     def close(self):
         self.sock.close()
+
+
+class HttpServer:
+    """A plain web server for a folder on loopback: Werkzeug's file sending
+    (PyPI, pinned), which answers Range requests with 206 and the
+    Content-Range of RFC 9110, as static file servers and CDNs do."""
+
+    def __init__(self, folder):
+        from werkzeug.serving import make_server
+        from werkzeug.utils import send_from_directory
+        from werkzeug.wrappers import Request
+
+        self.requests = 0
+
+        @Request.application
+        def app(request):
+            self.requests += 1
+            return send_from_directory(folder, request.path.lstrip("/"), request.environ,
+                                       conditional=True)
+
+        self.server = make_server("127.0.0.1", 0, app, threaded=True)
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()

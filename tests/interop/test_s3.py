@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from conftest import SLUICE
-from s3_server import FaultProxy, S3Server
+from s3_server import FaultProxy, HttpServer, S3Server
 
 BUCKET = "sluice-test"
 
@@ -75,6 +75,22 @@ def test_batches_from_s3_equal_batches_from_disk(server, dataset):
     assert digest(env, f"s3://{BUCKET}/ds/") == local  # the folder, either way
     # Without dataset.json: the folder's record objects, listed.
     assert digest(env, f"s3://{BUCKET}/bare/") == local
+
+
+def test_shards_over_plain_http(server, dataset):
+    root, shards = dataset
+    web = HttpServer(str(root / "ds"))
+    try:
+        env = server.env()
+        urls = [f"{web.url}/{name}" for name in shards]
+        assert digest(env, *urls[:1]) == digest(env, str(root / "ds" / shards[0]))
+        # A dataset folder by URL: its dataset.json names the shards.
+        assert digest(env, web.url + "/") == digest(env, str(root / "ds"))
+        p = run(env, "inspect", f"{web.url}/no-such.tfrecord", check=None)
+        assert p.returncode != 0 and "no such object" in p.stderr and "404" in p.stderr, p.stderr
+        assert web.requests > 0
+    finally:
+        web.stop()
 
 
 def test_listing_patterns_and_inspect(server, dataset):
