@@ -408,6 +408,12 @@ const std::vector<ConvertKwarg>& convert_kwargs() {
       {"classes",
        [](const O& o) { return o.classes.empty() ? py::object(py::none()) : py::cast(o.classes); },
        [](H v, O* o) { o->classes = v.cast<std::vector<std::string>>(); }},
+      // A partitioned conversion: part `part` (from 0) of `parts`; then
+      // finish_convert(out). parts=0: the whole listing in one run.
+      {"part", [](const O& o) { return py::cast(o.part); },
+       [](H v, O* o) { o->part = v.cast<int>(); }},
+      {"parts", [](const O& o) { return py::cast(o.parts); },
+       [](H v, O* o) { o->parts = v.cast<int>(); }},
   };
   return table;
 }
@@ -453,6 +459,26 @@ py::dict convert(const std::string& src, const std::string& out, const py::kwarg
   for (const auto& [file, reason] : rep.skipped) skipped.append(py::make_tuple(file, reason));
   d["shards"] = shards;
   d["skipped"] = skipped;
+  return d;
+}
+
+py::dict finish(const std::string& out, const std::string& split, bool verify) {
+  FinishOptions o;
+  o.split = split;
+  o.verify = verify;
+  Result<ConvertReport> r = [&] {
+    py::gil_scoped_release release;
+    return finish_convert(out, o);
+  }();
+  ConvertReport rep = take(std::move(r));
+  py::dict d;
+  d["images"] = rep.images;
+  d["written"] = rep.written;
+  d["bytes_out"] = rep.bytes_out;
+  d["classes"] = rep.classes;
+  py::list shards;
+  for (const ShardInfo& s : rep.shards) shards.append(py::str(s.file));
+  d["shards"] = shards;
   return d;
 }
 
@@ -554,6 +580,11 @@ PYBIND11_MODULE(_sluice, m) {
 
   static const std::string convert_docstring = convert_doc();
   m.def("convert", &convert, py::arg("src"), py::arg("out"), convert_docstring.c_str());
+  m.def("finish_convert", &finish, py::arg("out"), py::arg("split") = "train",
+        py::arg("verify") = true,
+        "finish_convert(out, split='train', verify=True) -> dict\nChecks every part of a "
+        "partitioned conversion (convert(..., part=I, parts=N)) and writes dataset.json "
+        "(as `sluice convert --finish`).");
   m.def(
       "inspect", &inspect_paths, py::arg("paths"), py::arg("verify") = false,
       "inspect(paths, verify=False) -> dict: what record files hold (as `sluice inspect --json`).");

@@ -14,6 +14,8 @@ The pipeline runs in C++ threads; the GIL is released while waiting for a
 batch and during I/O and decoding.
 """
 
-from ._sluice import PIPELINE_OPTIONS, Batch, DataError, Pipeline, __version__, convert, inspect
+from ._sluice import (PIPELINE_OPTIONS, Batch, DataError, Pipeline, __version__, convert,
+                      finish_convert, inspect)
 
-__all__ = ["Pipeline", "Batch", "DataError", "convert", "inspect", "PIPELINE_OPTIONS"]
+__all__ = ["Pipeline", "Batch", "DataError", "convert", "finish_convert", "inspect",
+           "PIPELINE_OPTIONS"]

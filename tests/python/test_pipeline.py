@@ -293,6 +293,21 @@ def test_one_version_everywhere():
     assert setup.stdout.strip().splitlines()[-1] == version
 
 
+def test_partitioned_convert_then_finish_equals_one_run(dataset, tmp_path):
+    src = str(dataset / "images" / "train")
+    sluice.convert(src, str(tmp_path / "one"), shards=3)
+    for i in range(2):
+        sluice.convert(src, str(tmp_path / "parts"), shards=3, part=i, parts=2)
+    assert not (tmp_path / "parts" / "dataset.json").exists()
+    report = sluice.finish_convert(str(tmp_path / "parts"))
+    assert report["shards"] == [f"train-0000{i}-of-00003.tfrecord" for i in range(3)]
+    for name in report["shards"]:
+        assert (tmp_path / "parts" / name).read_bytes() == (tmp_path / "one" / name).read_bytes()
+    with pytest.raises(sluice.DataError, match="part 1 of 2"):
+        sluice.convert(src, str(tmp_path / "half"), shards=3, part=0, parts=2)
+        sluice.finish_convert(str(tmp_path / "half"))
+
+
 def test_convert_keywords_come_from_one_table(dataset, tmp_path):
     # The signature in the docstring is written from ConvertOptions' own
     # defaults, one entry per keyword the function takes.
@@ -306,7 +321,7 @@ def test_convert_keywords_come_from_one_table(dataset, tmp_path):
     # Every keyword of the signature is accepted.
     signature = next(line for line in doc.splitlines() if line.startswith("convert(src, out, "))
     names = [a.split("=")[0] for a in signature.split("(", 1)[1].split(")")[0].split(", ")[2:]]
-    assert "max_pixels" in names and len(names) == 14
+    assert "max_pixels" in names and "parts" in names and len(names) == 16
     classes = sorted(os.listdir(dataset / "images" / "val"))
     report = sluice.convert(str(dataset / "images" / "val"), str(tmp_path / "all"), split="val", shards=1,
                             shard_size_mb=64, compression="gzip", workers=1, max_side=0, quality=90,
