@@ -333,31 +333,44 @@ Result<bool> has_manifest(const std::vector<std::string>& sources) {
   return fs::exists(fs::path(src) / kManifestName, ec);
 }
 
-Result<std::unique_ptr<ShardFile>> open_shard(const std::string& path, const PipelineOptions& o) {
+// An object whose whole copy the cache holds is read from it from the start
+// (the copy's CRC32C is checked here, on the opening threads).
+Status use_cached_copy(ShardCache* cache, ShardFile* f) {
+  SLUICE_ASSIGN_OR_RETURN(remote::ObjectClient * client, remote::ObjectClient::shared());
+  SLUICE_ASSIGN_OR_RETURN(f->object, client->head(f->url));
+  SLUICE_ASSIGN_OR_RETURN(auto path, cache->lookup(f->url, f->object.size, f->object.etag));
+  if (!path) return Status();
+  RecordFileOptions fo;
+  fo.compression = f->opened->compression();
+  SLUICE_ASSIGN_OR_RETURN(auto copy, RecordFile::open(*path, fo));
+  if (copy->index() != f->opened->index()) return Status();  // a stale .idx: fetch again
+  f->copy_storage = std::move(copy);
+  f->copy.store(f->copy_storage.get(), std::memory_order_release);
+  return Status();
+}
+
+Result<std::unique_ptr<ShardFile>> open_shard(const std::string& path, ShardCache* cache) {
   auto f = std::make_unique<ShardFile>();
   RecordFileOptions fo;
   fo.write_missing_index = false;
   SLUICE_ASSIGN_OR_RETURN(f->opened, RecordFile::open(path, fo));
   if (remote::is_url(path)) {
     f->url = path;
-    if (!o.cache_dir.empty()) {
-      SLUICE_ASSIGN_OR_RETURN(remote::ObjectClient * client, remote::ObjectClient::shared());
-      SLUICE_ASSIGN_OR_RETURN(f->object, client->head(path));
-    }
+    if (cache) SLUICE_RETURN_IF_ERROR(use_cached_copy(cache, f.get()));
   }
   return f;
 }
 
 // Opens every record file; objects several at a time (each costs a few
-// round trips: HEAD, the first bytes, the index).
+// round trips: HEAD, the first bytes, the index; and a cached copy's check).
 Result<std::vector<std::unique_ptr<ShardFile>>> open_files(const std::vector<std::string>& files,
-                                                           const PipelineOptions& o) {
+                                                           ShardCache* cache) {
   std::vector<std::unique_ptr<ShardFile>> out(files.size());
   std::vector<Status> status(files.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i; (i = next.fetch_add(1)) < files.size();) {
-      auto f = open_shard(files[i], o);
+      auto f = open_shard(files[i], cache);
       if (f.ok()) {
         out[i] = std::move(*f);
       } else {
@@ -375,22 +388,6 @@ Result<std::vector<std::unique_ptr<ShardFile>>> open_files(const std::vector<std
   }
   for (Status& s : status) SLUICE_RETURN_IF_ERROR(s);
   return out;
-}
-
-// Objects whose whole copy the cache holds are read from it from the start.
-Status use_cached_copies(ShardCache* cache, std::vector<std::unique_ptr<ShardFile>>* files) {
-  for (auto& f : *files) {
-    if (f->url.empty()) continue;
-    SLUICE_ASSIGN_OR_RETURN(auto path, cache->lookup(f->url, f->object.size, f->object.etag));
-    if (!path) continue;
-    RecordFileOptions fo;
-    fo.compression = f->opened->compression();
-    SLUICE_ASSIGN_OR_RETURN(f->copy_storage, RecordFile::open(*path, fo));
-    if (f->copy_storage->index() != f->opened->index())
-      return data_loss_error(*path + ": cached index differs from " + f->url + "'s");
-    f->copy.store(f->copy_storage.get(), std::memory_order_release);
-  }
-  return Status();
 }
 
 }  // namespace
@@ -425,14 +422,13 @@ Result<std::unique_ptr<SampleSource>> open_sample_source(const PipelineOptions& 
   } else {
     SLUICE_ASSIGN_OR_RETURN(files, expand(o.sources));
   }
-  SLUICE_ASSIGN_OR_RETURN(auto opened, open_files(files, o));
+  std::unique_ptr<ShardCache> cache;
+  if (!o.cache_dir.empty()) cache = std::make_unique<ShardCache>(o.cache_dir, o.cache_bytes);
+  SLUICE_ASSIGN_OR_RETURN(auto opened, open_files(files, cache.get()));
   if (keys.image.empty()) {
     if (opened.empty()) return not_found_error("no record files");
     SLUICE_ASSIGN_OR_RETURN(keys, detect_keys(*opened.front()->opened));
   }
-  std::unique_ptr<ShardCache> cache;
-  if (!o.cache_dir.empty()) cache = std::make_unique<ShardCache>(o.cache_dir, o.cache_bytes);
-  if (cache) SLUICE_RETURN_IF_ERROR(use_cached_copies(cache.get(), &opened));
   auto source = std::make_unique<ShardSource>(std::move(opened), keys, std::move(classes), o);
   if (cache) source->use_cache(std::move(cache));
   return std::unique_ptr<SampleSource>(std::move(source));
