@@ -63,12 +63,20 @@ Status load_catalog(const AdviseCli& c, AdviseInput* in) {
 
 Status load_anchor(const AdviseCli& c, AdviseInput* in) {
   if (!c.train_summary.empty()) {
-    if (c.gpu.empty())
-      return invalid_argument_error("--train-summary needs --gpu (the GPU type it ran on)");
     SLUICE_ASSIGN_OR_RETURN(std::string text, detail::read_file(c.train_summary, 16 << 20));
     SLUICE_ASSIGN_OR_RETURN(TrainRun run, parse_train_summary(text, c.train_summary));
-    in->anchor = UserAnchor{
-        c.gpu, run.model, run.amp, run.world_size, run.images_per_second, c.train_summary};
+    // --gpu overrides the summary's own record of its GPU.
+    std::string gpu = c.gpu.empty() ? catalogue_gpu(run.gpu) : c.gpu;
+    if (gpu.empty()) {
+      return invalid_argument_error(
+          run.gpu.empty()
+              ? "--train-summary needs --gpu (the GPU type it ran on): the summary does not "
+                "name its GPU"
+              : "--train-summary: the summary's GPU '" + run.gpu +
+                    "' is no catalogue type; give --gpu");
+    }
+    in->anchor =
+        UserAnchor{gpu, run.model, run.amp, run.world_size, run.images_per_second, c.train_summary};
   } else if (c.step_time > 0) {
     if (c.gpu.empty())
       return invalid_argument_error("--step-time needs --gpu (the GPU type it was measured on)");
@@ -175,10 +183,13 @@ void register_advise(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   sub->add_option(
       "--train-summary", c->train_summary,
-      "A `sluice train --summary` file: re-anchor every figure on your run (with --gpu)");
+      "A `sluice train --summary` file: re-anchor every figure on your run (its GPU from the "
+      "summary, or --gpu)");
   sub->add_option("--step-time", c->step_time,
                   "A measured training step time in seconds (with --gpu and --batch)");
-  sub->add_option("--gpu", c->gpu, "The GPU type --train-summary or --step-time ran on");
+  sub->add_option("--gpu", c->gpu,
+                  "The GPU type --step-time ran on (--train-summary: instead of the summary's "
+                  "own 'gpu')");
   sub->add_option("--batch", c->batch, "Batch size per GPU (memory fit; --step-time's batch)")
       ->capture_default_str();
   sub->add_option("--cores", c->cores,

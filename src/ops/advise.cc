@@ -353,7 +353,7 @@ Result<AdviseReport> advise(const AdviseInput& in) {
 
 std::string format_advise_text(const AdviseReport& r) {
   std::string out =
-      fmt::format("{:<10} {:>3} {:>5} {:>10} {:<10} {:>4} {:>5} {:>7} {:>6} {:>9} {:>10} {:>11}\n",
+      fmt::format("{:<10} {:>3} {:>5} {:>10} {:<11} {:>4} {:>5} {:>7} {:>6} {:>9} {:>10} {:>11}\n",
                   "gpu", "n", "prec", "GPU img/s", "basis", "fits", "max b", "cores", "bound",
                   "epoch", "cost/epoch", fmt::format("cost/{}ep", r.epochs));
   for (const AdviseRow& row : r.rows) {
@@ -362,7 +362,7 @@ std::string format_advise_text(const AdviseReport& r) {
       return v ? fmt::format("{:.2f}", *v) : std::string("-");
     };
     out += fmt::format(
-        "{:<10} {:>3} {:>5} {:>10.0f} {:<10} {:>4} {:>5} {:>7.1f} {:>6} {:>9} {:>10} {:>11}\n",
+        "{:<10} {:>3} {:>5} {:>10.0f} {:<11} {:>4} {:>5} {:>7.1f} {:>6} {:>9} {:>10} {:>11}\n",
         row.gpu, row.count, row.precision, row.gpu_images_per_second, basis,
         row.fits ? "yes" : "NO", row.max_batch, row.cores_needed,
         row.input_bound ? "INPUT" : row.bound_by, duration(row.epoch_seconds),

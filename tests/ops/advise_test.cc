@@ -429,6 +429,25 @@ TEST(TrainSummaryTest, ReadsARunAndRefusesOthers) {
                                  "s.json");
   ASSERT_FALSE(cpu.ok());
   EXPECT_NE(cpu.status().to_string().find("s.json: device 'cpu'"), std::string::npos);
+  EXPECT_EQ(r->gpu, "");  // older summaries do not name it
+  auto named = parse_train_summary(R"({"model": "resnet50", "amp": "bf16", "device": "cuda:0",
+    "gpu": "NVIDIA A10G", "world_size": 1, "images_per_second": 900})",
+                                   "s.json");
+  ASSERT_TRUE(named.ok());
+  EXPECT_EQ(catalogue_gpu(named->gpu), "A10");
+  for (auto [driver, type] :
+       std::vector<std::pair<std::string, std::string>>{{"NVIDIA H100 80GB HBM3", "H100"},
+                                                        {"NVIDIA H200", "H200"},
+                                                        {"NVIDIA A100-SXM4-80GB", "A100-80GB"},
+                                                        {"NVIDIA A100-PCIE-40GB", "A100-40GB"},
+                                                        {"Tesla V100-SXM2-16GB", "V100"},
+                                                        {"NVIDIA A10", "A10"},
+                                                        {"NVIDIA L4", "L4"},
+                                                        {"Tesla T4", "T4"},
+                                                        {"NVIDIA L40S", ""},
+                                                        {"cpu", ""}}) {
+    EXPECT_EQ(catalogue_gpu(driver), type) << driver;
+  }
   auto missing = parse_train_summary(R"({"model": "resnet50"})", "s.json");
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().to_string().find("s.json"), std::string::npos);
