@@ -104,6 +104,7 @@ struct TrainSummary {
   double gpu_busy_percent = -1;  // mean NVML utilisation of the ranks' GPUs (-1: none)
   int world_size = 1;
   std::string device;              // rank 0's, e.g. "cpu" or "cuda:0"
+  std::string gpu;                 // its GPU as the driver names it, "cpu", or "" (unknown)
   uint64_t batches_per_epoch = 0;  // a rank's
   std::string pipeline_tuning;     // rank 0's PipelineStats::tuning
   std::string gpu_decode;          // and its gpu_decode ("" off a GPU)

@@ -17,7 +17,8 @@ namespace {
 struct AdviseCli {
   std::vector<std::string> bench;
   std::string prices, catalog, gpus, counts = "1,2,4,8";
-  std::string model = "resnet50", amp = "bf16", task = "train", gpu, train_summary, disk;
+  std::string model = "resnet50", amp = "bf16", task = "train", framework = "pytorch", gpu,
+              train_summary, disk;
   double step_time = 0, deadline = 0, disk_mbps = 0;
   int batch = 256, epochs = 100;
   int cores = 0;
@@ -62,12 +63,20 @@ Status load_catalog(const AdviseCli& c, AdviseInput* in) {
 
 Status load_anchor(const AdviseCli& c, AdviseInput* in) {
   if (!c.train_summary.empty()) {
-    if (c.gpu.empty())
-      return invalid_argument_error("--train-summary needs --gpu (the GPU type it ran on)");
     SLUICE_ASSIGN_OR_RETURN(std::string text, detail::read_file(c.train_summary, 16 << 20));
     SLUICE_ASSIGN_OR_RETURN(TrainRun run, parse_train_summary(text, c.train_summary));
-    in->anchor = UserAnchor{
-        c.gpu, run.model, run.amp, run.world_size, run.images_per_second, c.train_summary};
+    // --gpu overrides the summary's own record of its GPU.
+    std::string gpu = c.gpu.empty() ? catalogue_gpu(run.gpu) : c.gpu;
+    if (gpu.empty()) {
+      return invalid_argument_error(
+          run.gpu.empty()
+              ? "--train-summary needs --gpu (the GPU type it ran on): the summary does not "
+                "name its GPU"
+              : "--train-summary: the summary's GPU '" + run.gpu +
+                    "' is no catalogue type; give --gpu");
+    }
+    in->anchor =
+        UserAnchor{gpu, run.model, run.amp, run.world_size, run.images_per_second, c.train_summary};
   } else if (c.step_time > 0) {
     if (c.gpu.empty())
       return invalid_argument_error("--step-time needs --gpu (the GPU type it was measured on)");
@@ -119,6 +128,7 @@ Status load(AdviseCli& c, AdviseInput* in) {
   in->model = c.model;
   in->amp = c.amp;
   in->task = c.task;
+  in->framework = c.framework;
   in->cores = c.cores;
   in->images = c.images;
   in->epochs = c.epochs;
@@ -131,9 +141,14 @@ Status load(AdviseCli& c, AdviseInput* in) {
 int run_leave_one_out(const AdviseCli& c) {
   AdviseInput in;
   if (Status s = load_catalog(c, &in); !s.ok()) return report_error("advise", s);
-  auto r = leave_one_out(in.catalog, in.measurements);
-  if (!r.ok()) return report_error("advise", r.status());
-  std::fputs(format_leave_one_out(*r).c_str(), stdout);
+  // Both ways of hiding: the GPU entirely (the peak model), and the GPU in
+  // one framework only (the framework-matched ratio where a family links it).
+  for (Hide hide : {Hide::kHideGpu, Hide::kHideGpuInFramework}) {
+    auto r = leave_one_out(in.catalog, in.measurements, hide);
+    if (!r.ok()) return report_error("advise", r.status());
+    if (hide == Hide::kHideGpuInFramework) std::fputs("\n", stdout);
+    std::fputs(format_leave_one_out(*r).c_str(), stdout);
+  }
   return kExitOk;
 }
 
@@ -162,12 +177,19 @@ void register_advise(CLI::App& app, int* exit_code) {
   sub->add_option("--amp", c->amp, "off | fp16 | bf16 | int8 (int8: --task infer)")
       ->capture_default_str();
   sub->add_option("--task", c->task, "train | infer (feature extraction)")->capture_default_str();
+  sub->add_option("--framework", c->framework,
+                  "Whose figures: pytorch (sluice's trainer) | mxnet | tensorflow | tensorrt | any "
+                  "(the first published figure, whatever its framework)")
+      ->capture_default_str();
   sub->add_option(
       "--train-summary", c->train_summary,
-      "A `sluice train --summary` file: re-anchor every figure on your run (with --gpu)");
+      "A `sluice train --summary` file: re-anchor every figure on your run (its GPU from the "
+      "summary, or --gpu)");
   sub->add_option("--step-time", c->step_time,
                   "A measured training step time in seconds (with --gpu and --batch)");
-  sub->add_option("--gpu", c->gpu, "The GPU type --train-summary or --step-time ran on");
+  sub->add_option("--gpu", c->gpu,
+                  "The GPU type --step-time ran on (--train-summary: instead of the summary's "
+                  "own 'gpu')");
   sub->add_option("--batch", c->batch, "Batch size per GPU (memory fit; --step-time's batch)")
       ->capture_default_str();
   sub->add_option("--cores", c->cores,

@@ -145,16 +145,23 @@ namespace {
 // How every row is derived, in words, for the report.
 std::vector<std::string> derivation(const AdviseInput& in, const MemoryModel& mem) {
   std::vector<std::string> d;
-  d.push_back(in.anchor
-                  ? fmt::format("GPU images/s: re-anchored on your run ({}: {} {} in {} on {} x "
-                                "{} at {:.0f} images/s): your per-GPU rate x each GPU's catalogue "
-                                "figure / the catalogue figure of your GPU",
-                                in.anchor->from, in.anchor->model, in.task, in.anchor->amp,
-                                in.anchor->world_size, in.anchor->gpu, in.anchor->images_per_second)
-                  : "GPU images/s: 'measured' = a published figure, exactly as its source "
-                    "printed it (the numbered notes); 'estimated' = what no source covers, "
-                    "each row saying how (see `sluice advise --leave-one-out` for the "
-                    "estimator's error on the published figures)");
+  d.push_back(
+      in.anchor
+          ? fmt::format("GPU images/s: re-anchored on your run ({}: {} {} in {} on {} x "
+                        "{} at {:.0f} images/s): your per-GPU rate x each GPU's catalogue "
+                        "figure / the catalogue figure of your GPU",
+                        in.anchor->from, in.anchor->model, in.task, in.anchor->amp,
+                        in.anchor->world_size, in.anchor->gpu, in.anchor->images_per_second)
+          : fmt::format("GPU images/s, {} figures: 'sourced' = a published figure, exactly as "
+                        "its source printed it (the numbered notes); 'est:' = what no source "
+                        "covers in {}: est:ratio = a GPU measured in it x the two GPUs' ratio "
+                        "in a family of comparable measurements (an MLPerf round), est:peak = "
+                        "other GPUs' figures x sqrt(peak ratio x bandwidth ratio), est:scale = "
+                        "the sourced 1-GPU figure x n x sourced efficiency, est:own-n = this "
+                        "GPU's sourced n-GPU figure / (n x efficiency); each 1-GPU estimate "
+                        "says how below (`sluice advise --leave-one-out`: the estimator's "
+                        "error on the published figures)",
+                        in.framework, in.framework));
   d.push_back(in.cpu.points > 1
                   ? fmt::format("CPU cores needed: (GPU images/s - {:.0f}) / {:.0f} images/s per "
                                 "core, a least-squares line through your {} bench files",
@@ -215,19 +222,21 @@ void finish_row(const AdviseInput& in, const GpuType& g, const MemoryModel& mem,
 // the user's run.
 Result<Figure> row_figure(const AdviseInput& in, const GpuType& g, int n) {
   const std::string cls = amp_class(in.amp);
-  FigureQuery q{g.name, in.model, in.task, cls, n};
+  FigureQuery q{g.name, in.model, in.task, cls, n, in.framework};
   if (!in.anchor) return gpu_figure(in.catalog, in.measurements, q);
   const UserAnchor& a = *in.anchor;
   if (a.gpu == g.name && a.model == in.model && amp_class(a.amp) == cls && a.world_size == n) {
     return Figure{a.images_per_second, false, nullptr, "your run, exactly"};
   }
-  const Efficiency ea = scaling_efficiency(in.measurements, a.gpu, amp_class(a.amp), a.world_size);
+  const Efficiency ea =
+      scaling_efficiency(in.measurements, a.gpu, amp_class(a.amp), a.world_size, in.framework);
   const double user_one = a.images_per_second / (a.world_size * ea.value);
-  SLUICE_ASSIGN_OR_RETURN(Figure mine, gpu_figure(in.catalog, in.measurements,
-                                                  {a.gpu, a.model, in.task, amp_class(a.amp), 1}));
+  SLUICE_ASSIGN_OR_RETURN(Figure mine,
+                          gpu_figure(in.catalog, in.measurements,
+                                     {a.gpu, a.model, in.task, amp_class(a.amp), 1, in.framework}));
   q.count = 1;
   SLUICE_ASSIGN_OR_RETURN(Figure theirs, gpu_figure(in.catalog, in.measurements, q));
-  const Efficiency e = scaling_efficiency(in.measurements, g.name, cls, n);
+  const Efficiency e = scaling_efficiency(in.measurements, g.name, cls, n, in.framework);
   Figure f;
   f.images_per_second =
       user_one * (theirs.images_per_second / mine.images_per_second) * n * e.value;
@@ -243,6 +252,10 @@ Status check_input(const AdviseInput& in) {
   }
   if (amp_class(in.amp).empty())
     return invalid_argument_error("--amp must be off, fp16, bf16 or int8");
+  if (!valid_framework(in.framework)) {
+    return invalid_argument_error(
+        "--framework must be pytorch, mxnet, tensorflow, tensorrt or any");
+  }
   if (in.task != "train" && in.task != "infer") {
     return invalid_argument_error("--task must be train or infer");
   }
@@ -276,6 +289,13 @@ int note_for(const Measurement& m, std::vector<std::string>* sources) {
   return static_cast<int>(it - sources->begin()) + 1;
 }
 
+// The basis column: sourced[note], your run, or the estimate's tag.
+std::string basis_text(const AdviseRow& row) {
+  if (row.measured) return fmt::format("sourced[{}]", row.source_note);
+  if (row.reanchored) return "your run";
+  return basis_tag(row.basis);
+}
+
 // Which priced row meets the deadline at the lowest total cost.
 std::string pick_deadline(const AdviseInput& in, const AdviseReport& r) {
   if (in.deadline_hours <= 0) return "";
@@ -290,9 +310,10 @@ std::string pick_deadline(const AdviseInput& in, const AdviseReport& r) {
                        in.deadline_hours, in.epochs);
   }
   return fmt::format(
-      "deadline {} h for {} epochs: cheapest is {} x {}: {:.1f} h, {:.2f} in total ({}-bound)",
+      "deadline {} h for {} epochs: cheapest is {} x {}: {:.1f} h, {:.2f} in total ({}-bound; GPU "
+      "figure {})",
       in.deadline_hours, in.epochs, best->count, best->gpu, best->epoch_seconds * in.epochs / 3600,
-      *best->cost_total, best->bound_by);
+      *best->cost_total, best->bound_by, basis_text(*best));
 }
 
 }  // namespace
@@ -316,8 +337,12 @@ Result<AdviseReport> advise(const AdviseInput& in) {
       row.gpu_images_per_second = f.images_per_second;
       row.measured = f.measured;
       row.reanchored = in.anchor.has_value();
+      row.basis = f.basis;
       row.how = f.how;
       if (f.source) row.source_note = note_for(*f.source, &r.sources);
+      if (!f.measured && !row.reanchored && n == 1) {  // the rows listed below the table
+        for (const Measurement* m : f.used) row.used_notes.push_back(note_for(*m, &r.sources));
+      }
       finish_row(in, g, mem, &row);
       r.rows.push_back(std::move(row));
     }
@@ -328,18 +353,16 @@ Result<AdviseReport> advise(const AdviseInput& in) {
 
 std::string format_advise_text(const AdviseReport& r) {
   std::string out =
-      fmt::format("{:<10} {:>3} {:>5} {:>10} {:<10} {:>4} {:>5} {:>7} {:>6} {:>9} {:>10} {:>11}\n",
+      fmt::format("{:<10} {:>3} {:>5} {:>10} {:<11} {:>4} {:>5} {:>7} {:>6} {:>9} {:>10} {:>11}\n",
                   "gpu", "n", "prec", "GPU img/s", "basis", "fits", "max b", "cores", "bound",
                   "epoch", "cost/epoch", fmt::format("cost/{}ep", r.epochs));
   for (const AdviseRow& row : r.rows) {
-    const std::string basis = row.measured     ? fmt::format("sourced[{}]", row.source_note)
-                              : row.reanchored ? "your run"
-                                               : "estimated";
+    const std::string basis = basis_text(row);
     auto money = [](const std::optional<double>& v) {
       return v ? fmt::format("{:.2f}", *v) : std::string("-");
     };
     out += fmt::format(
-        "{:<10} {:>3} {:>5} {:>10.0f} {:<10} {:>4} {:>5} {:>7.1f} {:>6} {:>9} {:>10} {:>11}\n",
+        "{:<10} {:>3} {:>5} {:>10.0f} {:<11} {:>4} {:>5} {:>7.1f} {:>6} {:>9} {:>10} {:>11}\n",
         row.gpu, row.count, row.precision, row.gpu_images_per_second, basis,
         row.fits ? "yes" : "NO", row.max_batch, row.cores_needed,
         row.input_bound ? "INPUT" : row.bound_by, duration(row.epoch_seconds),
@@ -348,7 +371,10 @@ std::string format_advise_text(const AdviseReport& r) {
   std::string estimates;
   for (const AdviseRow& row : r.rows) {
     if (!row.measured && (row.count == 1 || row.reanchored)) {
-      estimates += fmt::format("  {} x {}: {}\n", row.count, row.gpu, row.how);
+      std::string notes;
+      for (int n : row.used_notes) notes += fmt::format("[{}]", n);
+      estimates += fmt::format("  {} x {}: {}{}\n", row.count, row.gpu, row.how,
+                               notes.empty() ? "" : "; sources " + notes);
     }
   }
   if (!estimates.empty()) out += "\nNot measured by a source:\n" + estimates;

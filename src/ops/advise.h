@@ -60,7 +60,10 @@ struct AdviseInput {
   std::string model = "resnet50";
   std::string amp = "bf16";    // off | fp16 | bf16 | int8 (int8: task infer only)
   std::string task = "train";  // train | infer (feature extraction)
-  CpuFit cpu;                  // the input pipeline, measured
+  // Whose figures: pytorch (sluice trains with LibTorch) | mxnet |
+  // tensorflow | tensorrt | any (gpu_figures.h).
+  std::string framework = "pytorch";
+  CpuFit cpu;  // the input pipeline, measured
   // Cores the machine would have for the pipeline (0 = judge by need only).
   int cores = 0;
   uint64_t images = 1'281'167;    // per epoch (ImageNet-1k's train split)
@@ -80,7 +83,9 @@ struct AdviseRow {
   double gpu_images_per_second = 0;  // what the GPUs could consume together
   bool measured = false;             // a published figure, shown exactly
   bool reanchored = false;           // scaled from the user's own run
+  Basis basis = Basis::kMeasured;    // of the catalogue figure (gpu_figures.h)
   int source_note = 0;               // index into AdviseReport::sources + 1 (0 = none)
+  std::vector<int> used_notes;       // an estimate's published figures, likewise
   std::string how;                   // how the GPU figure was found
   double cores_needed = 0;           // to feed them with this pipeline
   bool input_bound = false;          // with `cores` cores

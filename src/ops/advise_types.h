@@ -23,6 +23,10 @@ struct Measurement {
   double images_per_second = 0;
   int batch_per_gpu = 0;  // 0: the source does not say
   std::string framework, source, date;
+  // Measurements taken under comparable conditions (one benchmark round,
+  // one code base): GPU-to-GPU ratios are only formed within one family.
+  // Absent in the file = the framework string.
+  std::string family;
 };
 
 }  // namespace sluice

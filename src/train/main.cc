@@ -250,6 +250,7 @@ Status write_summary(const std::string& path, const TrainCli& c, const TrainSumm
   j["split"] = c.o.pipeline.split;
   j["model"] = c.o.model;
   j["device"] = r.device;
+  j["gpu"] = r.gpu.empty() ? json(nullptr) : json(r.gpu);
   j["world_size"] = r.world_size;
   j["amp"] = std::string(amp_name(c.o.amp));
   j["batch_size"] = c.o.pipeline.batch_size;

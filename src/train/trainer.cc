@@ -854,6 +854,16 @@ void Trainer::finish_run_figures() {
   r.gpu_busy_percent = gpu_samples > 0 ? gpu_sum / gpu_samples : -1;
   r.world_size = comm_->world_size();
   r.device = device_.str();
+  // NVML's numbering, as in sample_gpu; its names read "GPU 0: NVIDIA H100 ...".
+  r.gpu = device_.is_cuda() ? "" : "cpu";
+  if (const GpuMonitor* gpus = training::gpu_monitor(); gpus && device_.is_cuda()) {
+    const auto i = static_cast<size_t>(device_.index());
+    if (i < gpus->names().size()) {
+      const std::string& n = gpus->names()[i];
+      const size_t colon = n.find(": ");
+      r.gpu = colon == std::string::npos ? n : n.substr(colon + 2);
+    }
+  }
   r.batches_per_epoch = pipe_->batches_per_epoch();
   PipelineStats st = pipe_->stats();
   r.pipeline_tuning = st.tuning;

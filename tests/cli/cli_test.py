@@ -556,7 +556,7 @@ class CliTest(unittest.TestCase):
         self.assertIn("images/s per CPU core", p.stdout)
         self.assertRegex(p.stdout, r"H100\s+1\s+bf16")
         self.assertRegex(p.stdout, r"T4\s+1\s+fp16")
-        self.assertRegex(p.stdout, r"H100\s+8\s+bf16\s+56184\s+sourced\[\d\]")
+        self.assertRegex(p.stdout, r"H100\s+8\s+bf16\s+\d+\s+est:ratio")  # MLPerf's is MXNet's
         self.assertIn("How each column is derived", p.stdout)
         d = run("advise", "--bench", bench, "--bench", bench, "--prices", prices, "--gpus", "H100",
                 "--deadline", "1000", "--epochs", "90", check=0)
@@ -573,7 +573,27 @@ class CliTest(unittest.TestCase):
         self.assertRegex(s.stdout, r"A10\s+1\s+bf16\s+123[45]\s+your run")
         self.assertIn("needs --gpu", run("advise", "--bench", bench, "--train-summary", summary,
                                          check=1).stderr)
-        self.assertIn("median error", run("advise", "--leave-one-out", check=0).stdout)
+        # A summary that names its GPU (sluice train writes the driver's name) needs no --gpu.
+        named = os.path.join(self.tmp, "summary-gpu.json")
+        with open(named, "w") as f:
+            f.write('{"format": "sluice train summary 1", "model": "resnet50", "amp": "bf16", '
+                    '"device": "cuda:0", "gpu": "NVIDIA A10G", "world_size": 1, '
+                    '"images_per_second": 1234.5}')
+        s = run("advise", "--bench", bench, "--train-summary", named, "--gpus", "A10,H100",
+                "--counts", "1", check=0)
+        self.assertRegex(s.stdout, r"A10\s+1\s+bf16\s+123[45]\s+your run")
+        # Default: PyTorch figures; H100 (no PyTorch source) by MLPerf's same-round ratio.
+        h = run("advise", "--bench", bench, "--gpus", "H100", "--counts", "1,8", check=0).stdout
+        self.assertRegex(h, r"H100\s+8\s+bf16\s+\d+\s+est:ratio")
+        self.assertIn("H100/A100-80GB", h)
+        a = run("advise", "--bench", bench, "--gpus", "H100", "--counts", "8", "--framework", "any",
+                check=0).stdout
+        self.assertRegex(a, r"H100\s+8\s+bf16\s+56184\s+sourced\[1\]")
+        self.assertIn("--framework must be", run("advise", "--bench", bench, "--framework", "jax",
+                                                 check=1).stderr)
+        loo = run("advise", "--leave-one-out", check=0).stdout
+        self.assertIn("median error", loo)
+        self.assertIn("other frameworks' kept", loo)
         self.assertIn("not a `sluice bench --json` file", run("advise", "--bench", prices, check=1).stderr)
         self.assertIn("'B200' is not in the catalogue",
                       run("advise", "--bench", bench, "--gpus", "B200", check=1).stderr)
