@@ -41,9 +41,14 @@ struct ShardFile {
 
 class ShardSource final : public SampleSource {
  public:
+  // `baseline`: the process's request counts before the files were opened.
   ShardSource(std::vector<std::unique_ptr<ShardFile>> files, FeatureKeys keys,
-              std::vector<std::string> classes, const PipelineOptions& o)
-      : files_(std::move(files)), keys_(std::move(keys)), classes_(std::move(classes)) {
+              std::vector<std::string> classes, const PipelineOptions& o,
+              remote::RemoteTotals baseline)
+      : files_(std::move(files)),
+        keys_(std::move(keys)),
+        classes_(std::move(classes)),
+        baseline_(baseline) {
     uint64_t total = 0;
     bool remote = false;
     for (const auto& f : files_) {
@@ -55,7 +60,6 @@ class ShardSource final : public SampleSource {
     for (size_t i = 0; i < classes_.size(); ++i) class_ids_[classes_[i]] = static_cast<int64_t>(i);
     if (!remote) return;
     requests_per_worker_ = o.remote_requests_per_worker;
-    baseline_ = remote::remote_totals();
     read_ahead_.emplace([this](uint64_t id) { return place(id); },
                         [this](size_t f, size_t i, size_t n, std::vector<std::string>* out) {
                           return read_span(f, i, n, out);
@@ -403,6 +407,7 @@ Result<std::unique_ptr<SampleSource>> open_sample_source(const PipelineOptions& 
   std::vector<std::string> files;
   std::vector<std::string> classes;
   FeatureKeys keys = o.keys;
+  const remote::RemoteTotals baseline = remote::remote_totals();
   SLUICE_ASSIGN_OR_RETURN(bool have_manifest, has_manifest(o.sources));
   if (have_manifest) {
     SLUICE_ASSIGN_OR_RETURN(DatasetManifest m, read_manifest(o.sources[0]));
@@ -429,7 +434,8 @@ Result<std::unique_ptr<SampleSource>> open_sample_source(const PipelineOptions& 
     if (opened.empty()) return not_found_error("no record files");
     SLUICE_ASSIGN_OR_RETURN(keys, detect_keys(*opened.front()->opened));
   }
-  auto source = std::make_unique<ShardSource>(std::move(opened), keys, std::move(classes), o);
+  auto source =
+      std::make_unique<ShardSource>(std::move(opened), keys, std::move(classes), o, baseline);
   if (cache) source->use_cache(std::move(cache));
   return std::unique_ptr<SampleSource>(std::move(source));
 }
