@@ -353,9 +353,11 @@ Status use_cached_copy(ShardCache* cache, ShardFile* f) {
   return Status();
 }
 
-Result<std::unique_ptr<ShardFile>> open_shard(const std::string& path, ShardCache* cache) {
+Result<std::unique_ptr<ShardFile>> open_shard(const std::string& path, Compression compression,
+                                              ShardCache* cache) {
   auto f = std::make_unique<ShardFile>();
   RecordFileOptions fo;
+  fo.compression = compression;
   fo.write_missing_index = false;
   SLUICE_ASSIGN_OR_RETURN(f->opened, RecordFile::open(path, fo));
   if (remote::is_url(path)) {
@@ -366,15 +368,17 @@ Result<std::unique_ptr<ShardFile>> open_shard(const std::string& path, ShardCach
 }
 
 // Opens every record file; objects several at a time (each costs a few
-// round trips: HEAD, the first bytes, the index; and a cached copy's check).
+// round trips: HEAD, the first bytes unless `compression` is known, the
+// index; and a cached copy's check).
 Result<std::vector<std::unique_ptr<ShardFile>>> open_files(const std::vector<std::string>& files,
+                                                           Compression compression,
                                                            ShardCache* cache) {
   std::vector<std::unique_ptr<ShardFile>> out(files.size());
   std::vector<Status> status(files.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i; (i = next.fetch_add(1)) < files.size();) {
-      auto f = open_shard(files[i], cache);
+      auto f = open_shard(files[i], compression, cache);
       if (f.ok()) {
         out[i] = std::move(*f);
       } else {
@@ -407,6 +411,7 @@ Result<std::unique_ptr<SampleSource>> open_sample_source(const PipelineOptions& 
   std::vector<std::string> files;
   std::vector<std::string> classes;
   FeatureKeys keys = o.keys;
+  Compression compression = Compression::kAuto;  // dataset.json says, else each file's bytes
   const remote::RemoteTotals baseline = remote::remote_totals();
   SLUICE_ASSIGN_OR_RETURN(bool have_manifest, has_manifest(o.sources));
   if (have_manifest) {
@@ -423,13 +428,16 @@ Result<std::unique_ptr<SampleSource>> open_sample_source(const PipelineOptions& 
                                                    : (fs::path(o.sources[0]) / s.file).string());
     }
     classes = m.classes;
+    // Objects: trust dataset.json's compression rather than fetch each
+    // shard's first bytes (a round trip per shard); files: look, it is free.
+    if (remote::is_url(o.sources[0])) compression = split->second.compression;
     if (keys.image.empty()) keys = m.keys;
   } else {
     SLUICE_ASSIGN_OR_RETURN(files, expand(o.sources));
   }
   std::unique_ptr<ShardCache> cache;
   if (!o.cache_dir.empty()) cache = std::make_unique<ShardCache>(o.cache_dir, o.cache_bytes);
-  SLUICE_ASSIGN_OR_RETURN(auto opened, open_files(files, cache.get()));
+  SLUICE_ASSIGN_OR_RETURN(auto opened, open_files(files, compression, cache.get()));
   if (keys.image.empty()) {
     if (opened.empty()) return not_found_error("no record files");
     SLUICE_ASSIGN_OR_RETURN(keys, detect_keys(*opened.front()->opened));

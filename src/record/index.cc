@@ -2,12 +2,14 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include "base/file_util.h"
 #include "base/mutex.h"
 #include "record/format.h"
 #include "record/stream.h"
 #include "remote/files.h"
+#include "remote/url.h"
 #include "sluice/record.h"
 
 namespace sluice {
@@ -178,6 +180,22 @@ class IndexedRecordFile final : public RecordFile {
   mutable std::unique_ptr<RecordReader> reader_ SLUICE_GUARDED_BY(mu_);
 };
 
+// The index at `idx`, or nullopt when there is none. An object's is asked
+// for directly (a 404 means none): one round trip, not two.
+Result<std::optional<std::vector<IndexEntry>>> read_index_if_any(const std::string& idx) {
+  if (remote::is_url(idx)) {
+    auto entries = read_index(idx);
+    if (entries.ok()) return std::optional(std::move(*entries));
+    if (entries.status().code() == StatusCode::kNotFound)
+      return std::optional<std::vector<IndexEntry>>();
+    return entries.status();
+  }
+  std::error_code ec;
+  if (!std::filesystem::exists(idx, ec)) return std::optional<std::vector<IndexEntry>>();
+  SLUICE_ASSIGN_OR_RETURN(auto entries, read_index(idx));
+  return std::optional(std::move(entries));
+}
+
 }  // namespace
 
 std::string index_path_for(const std::string& record_path) {
@@ -277,9 +295,9 @@ Result<std::unique_ptr<RecordFile>> RecordFile::open(const std::string& path,
   }
   std::string idx = index_path_for(path);
   std::vector<IndexEntry> entries;
-  SLUICE_ASSIGN_OR_RETURN(bool have_index, remote::exists(idx));
-  if (have_index) {
-    SLUICE_ASSIGN_OR_RETURN(entries, read_index(idx));
+  SLUICE_ASSIGN_OR_RETURN(auto found, read_index_if_any(idx));
+  if (found) {
+    entries = std::move(*found);
     if (plain && !entries.empty()) {
       const IndexEntry& last = entries.back();
       if (last.offset + last.size > static_cast<uint64_t>(plain->known_size())) {

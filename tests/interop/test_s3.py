@@ -175,10 +175,10 @@ def test_cache_serves_the_second_run_and_refetches_a_damaged_copy(server, datase
     assert digest(env, f"s3://{BUCKET}/ds", "--cache-dir", str(cache)) == local
     second = bench_json(env, f"s3://{BUCKET}/ds", tmp_path / "2.json", "--cache-dir", str(cache))
     assert second["remote"]["cache_hits"] == len(shards)
-    # Opening still reads dataset.json, each shard's first 12 bytes (its
-    # compression) and its index; every record comes from disk.
+    # Opening still reads dataset.json (which gives the compression) and each
+    # shard's index; every record comes from disk.
     opening = os.path.getsize(root / "ds" / "dataset.json") + sum(
-        12 + os.path.getsize(root / "ds" / s.replace(".tfrecord", ".idx")) for s in shards)
+        os.path.getsize(root / "ds" / s.replace(".tfrecord", ".idx")) for s in shards)
     assert second["remote"]["bytes"] == opening
     copies = sorted(p for p in cache.iterdir() if p.suffix == ".tfrecord")
     assert len(copies) == len(shards)
