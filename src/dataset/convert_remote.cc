@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <regex>
 
 #include "base/file_util.h"
+#include "dataset/convert_output.h"
 #include "dataset/part_record.h"
 #include "remote/files.h"
 #include "remote/url.h"
@@ -63,6 +65,25 @@ Status upload_shards(const std::vector<ShardInfo>& shards, const Staging& stagin
     SLUICE_RETURN_IF_ERROR(upload_file(staging / s.index, remote::join(url, s.index)));
   }
   return Status();
+}
+
+// What remove_stale_shards does in a folder: the split's shards and
+// indexes from an earlier conversion with another shard count go, once the
+// new dataset.json no longer names them.
+void remove_stale_objects(const std::string& url, const std::string& split,
+                          const std::vector<ShardInfo>& keep) {
+  auto client = remote::ObjectClient::shared();
+  auto listed = remote::list_folder(url);
+  if (!client.ok() || !listed.ok()) return;  // best effort: nothing names them any more
+  const std::regex pattern(regex_quote(split) + R"(-\d{5}-of-\d{5}\.(tfrecord|idx))");
+  for (const remote::ListedObject& o : *listed) {
+    const std::string name = o.key.substr(o.key.rfind('/') + 1);
+    if (!std::regex_match(name, pattern)) continue;
+    const bool kept = std::any_of(keep.begin(), keep.end(), [&](const ShardInfo& s) {
+      return s.file == name || s.index == name;
+    });
+    if (!kept) (*client)->remove(o.key).ignore();
+  }
 }
 
 uint64_t part_bytes() {
@@ -121,6 +142,7 @@ Result<ConvertReport> convert_to_url(const std::string& src, const std::string& 
     SLUICE_RETURN_IF_ERROR(upload_file(staging / name, remote::join(url, name)));
   } else {
     SLUICE_RETURN_IF_ERROR(upload_file(staging / kManifestName, remote::join(url, kManifestName)));
+    remove_stale_objects(url, options.split, report.shards);
   }
   return report;
 }
@@ -148,6 +170,7 @@ Result<ConvertReport> finish_url(const std::string& url, const FinishOptions& op
   // After dataset.json, as for a folder: the part records go.
   SLUICE_ASSIGN_OR_RETURN(remote::ObjectClient * client, remote::ObjectClient::shared());
   for (const remote::ListedObject& o : records) client->remove(o.key).ignore();
+  remove_stale_objects(url, options.split, report.shards);
   return report;
 }
 

@@ -247,6 +247,16 @@ def test_convert_to_s3_uploads_in_parts_and_reads_back_the_same(server, images, 
     assert digest(env, f"s3://{BUCKET}/conv") == digest(env, str(tmp_path / "local"))
 
 
+def test_a_new_convert_to_s3_retires_the_old_shards(server, images):
+    env = server.env()
+    url = f"s3://{BUCKET}/redo/"
+    run(env, "convert", str(images), "-o", url, "--shards", "3", "-q")
+    run(env, "convert", str(images), "-o", url, "--shards", "2", "-q")
+    names = objects(server, "redo/")
+    assert names == ["dataset.json"] + [f"train-0000{i}-of-00002.{e}" for i in range(2)
+                                        for e in ("idx", "tfrecord")], names
+
+
 def test_convert_parts_to_s3_then_finish(server, images, tmp_path):
     env = server.env()
     run(env, "convert", str(images), "-o", str(tmp_path / "one"), "--shards", "5", "-q")
