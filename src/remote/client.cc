@@ -140,8 +140,10 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
 }  // namespace
 
 Result<ObjectClient*> ObjectClient::shared() {
+  // Never destroyed: threads of pipelines still alive at exit (a Python
+  // interpreter shutting down) may be using it.
   static std::mutex mu;
-  static std::unique_ptr<ObjectClient> client;
+  static ObjectClient* client = nullptr;
   std::lock_guard<std::mutex> lock(mu);
   if (!client) {
     SLUICE_ASSIGN_OR_RETURN(AwsConfig config,
@@ -149,9 +151,9 @@ Result<ObjectClient*> ObjectClient::shared() {
     RetryPolicy retry;
     if (const char* a = std::getenv("SLUICE_REMOTE_ATTEMPTS"))
       retry.attempts = std::max(1, std::atoi(a));
-    client = std::make_unique<ObjectClient>(std::move(config), retry);
+    client = new ObjectClient(std::move(config), retry);
   }
-  return client.get();
+  return client;
 }
 
 ObjectClient::ObjectClient(AwsConfig config, RetryPolicy retry)
