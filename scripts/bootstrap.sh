@@ -30,7 +30,7 @@ packages=(
   libisal-dev zlib1g-dev libprotobuf-dev protobuf-compiler libcurl4-openssl-dev ca-certificates
   libcli11-dev libfmt-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3 python3-dev python3-venv pybind11-dev libdlpack-dev
+  python3 python3-dev python3-venv python3-setuptools pybind11-dev libdlpack-dev
   python3-numpy python3-pytest python3-torch
   libtorch-dev libgloo-dev libopenblas0-openmp liblapack3
   tmux chromium

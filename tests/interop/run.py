@@ -4,7 +4,7 @@ python3 only as the launcher. A missing or stale environment is a failure
 that says how to make it, never a skip: these tests are the only proof that
 real TensorFlow, TensorBoard, JAX and DALI read what sluice writes.
 
-    run.py TEST_FILE.py   (CTest passes SLUICE_VENV, SLUICE_BIN, ...)"""
+    run.py TEST_FILE.py [PYTEST ARGS...]   (CTest passes SLUICE_VENV, SLUICE_BIN, ...)"""
 
 import os
 import sys
@@ -23,7 +23,7 @@ def main():
         return 1
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONDONTWRITEBYTECODE="1")
     args = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", HERE,
-            os.path.join(HERE, sys.argv[1])]
+            os.path.join(HERE, sys.argv[1]), *sys.argv[2:]]
     os.execve(python, args, env)
 
 
