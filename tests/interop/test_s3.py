@@ -167,19 +167,24 @@ def test_a_server_that_keeps_failing_fails_the_run_naming_the_object(server, dat
         proxy.close()
 
 
-def test_cache_serves_the_second_run_and_refetches_a_damaged_copy(server, dataset, tmp_path):
+def test_cache_serves_later_runs_and_refetches_a_damaged_copy(server, dataset, tmp_path):
     root, shards = dataset
     env = server.env()
     cache = tmp_path / "cache"
     local = digest(env, str(root / "ds"))
     assert digest(env, f"s3://{BUCKET}/ds", "--cache-dir", str(cache)) == local
-    second = bench_json(env, f"s3://{BUCKET}/ds", tmp_path / "2.json", "--cache-dir", str(cache))
-    assert second["remote"]["cache_hits"] == len(shards)
+    # Shards are fetched whole in the background; a run that ends first
+    # abandons the one in flight, and the next run goes on with it.
+    for attempt in range(6):
+        warm = bench_json(env, f"s3://{BUCKET}/ds", tmp_path / "w.json", "--cache-dir", str(cache))
+        if warm["remote"]["cache_hits"] == len(shards):
+            break
+    assert warm["remote"]["cache_hits"] == len(shards) and warm["remote"]["cache_fills"] == 0
     # Opening still reads dataset.json (which gives the compression) and each
     # shard's index; every record comes from disk.
     opening = os.path.getsize(root / "ds" / "dataset.json") + sum(
         os.path.getsize(root / "ds" / s.replace(".tfrecord", ".idx")) for s in shards)
-    assert second["remote"]["bytes"] == opening
+    assert warm["remote"]["bytes"] == opening
     copies = sorted(p for p in cache.iterdir() if p.suffix == ".tfrecord")
     assert len(copies) == len(shards)
     data = bytearray(copies[0].read_bytes())
@@ -196,9 +201,12 @@ def test_cache_stays_within_its_size(server, dataset, tmp_path):
     cache = tmp_path / "small"
     one = os.path.getsize(root / "ds" / shards[0])
     limit_gb = 2.5 * one / (1 << 30)
-    digest(env, f"s3://{BUCKET}/ds", "--cache-dir", str(cache), "--cache-size", f"{limit_gb:.9f}")
-    held = sum(p.stat().st_size for p in cache.iterdir() if p.suffix == ".tfrecord")
-    assert 0 < held <= 2.5 * one
+    for attempt in range(3):  # fills run in the background: give them runs to land
+        digest(env, f"s3://{BUCKET}/ds", "--cache-dir", str(cache), "--cache-size",
+               f"{limit_gb:.9f}")
+        held = sum(p.stat().st_size for p in cache.iterdir() if p.suffix == ".tfrecord")
+        assert held <= 2.5 * one
+    assert held > 0
 
 
 def test_python_module_reads_s3(server, dataset, monkeypatch):
