@@ -209,6 +209,29 @@ def test_cache_stays_within_its_size(server, dataset, tmp_path):
     assert held > 0
 
 
+def test_cache_evicts_the_least_recently_used_shards(server, dataset, tmp_path):
+    root, shards = dataset
+    env = server.env()
+    cache = tmp_path / "lru"
+    one = max(os.path.getsize(root / "ds" / s) for s in shards)
+    limit = ["--cache-dir", str(cache), "--cache-size", f"{2.5 * one / (1 << 30):.9f}"]
+
+    def cached():
+        return sorted(p.name.split("-", 1)[1] for p in cache.iterdir() if p.suffix == ".tfrecord")
+
+    def fill(pattern, names):
+        for attempt in range(6):
+            j = bench_json(env, f"s3://{BUCKET}/bare/{pattern}", tmp_path / "l.json", *limit)
+            if j["remote"]["cache_hits"] == len(names):
+                return
+        raise AssertionError(f"{names} never all cached: {cached()}")
+
+    fill("train-0000[01]-*", shards[:2])
+    assert cached() == shards[:2]
+    fill("train-0000[23]-*", shards[2:4])  # room only by evicting the first two
+    assert cached() == shards[2:4]
+
+
 def test_python_module_reads_s3(server, dataset, monkeypatch):
     import sluice as sl
     for k, v in server.env().items():
