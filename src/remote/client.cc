@@ -200,6 +200,39 @@ Result<std::string> ObjectClient::http_url(const Request& q) const {
   return out;
 }
 
+// The request's headers, and SigV4 signing for s3:// with credentials (or
+// redirects for http(s)://). The caller frees the list.
+curl_slist* ObjectClient::sign_and_head(const Request& q, const std::string& method, void* handle) {
+  CURL* h = static_cast<CURL*>(handle);
+  curl_slist* headers = nullptr;
+  // Without a Content-Type curl would send a form's for PUT/POST bodies.
+  // (Removing a header with "Name:" is not an option: curl 7.88's SigV4
+  // signs the removed header as if it were sent, and S3 refuses the
+  // signature; seen against moto, fixed in later curl.)
+  if (method == "PUT" || method == "POST")
+    headers = curl_slist_append(headers, "Content-Type: application/octet-stream");
+  for (const std::string& extra : q.headers) headers = curl_slist_append(headers, extra.c_str());
+  if (q.sink && !q.stream_etag.empty())
+    headers = curl_slist_append(headers, ("If-Match: " + q.stream_etag).c_str());
+  auto parsed = parse_url(q.url);
+  if (parsed.ok() && parsed->scheme == ObjectUrl::Scheme::kS3 && config_.has_credentials()) {
+    std::string sigv4 = "aws:amz:" + config_.region + ":s3";
+    curl_easy_setopt(h, CURLOPT_AWS_SIGV4, sigv4.c_str());
+    curl_easy_setopt(h, CURLOPT_USERNAME, config_.access_key.c_str());
+    curl_easy_setopt(h, CURLOPT_PASSWORD, config_.secret_key.c_str());
+    // S3 wants the payload's hash in this header for SigV4; UNSIGNED-PAYLOAD
+    // is its documented value for bodies not hashed (TLS guards them).
+    headers = curl_slist_append(headers, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+    if (!config_.session_token.empty())
+      headers =
+          curl_slist_append(headers, ("x-amz-security-token: " + config_.session_token).c_str());
+  } else if (parsed.ok() && parsed->scheme == ObjectUrl::Scheme::kHttp) {
+    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
+  }
+  return headers;
+}
+
 ObjectClient::Response ObjectClient::attempt(const Request& q) {
   Response r;
   r.request = &q;
@@ -237,32 +270,7 @@ ObjectClient::Response ObjectClient::attempt(const Request& q) {
   std::string range = q.range;
   if (q.sink && q.stream_offset > 0) range = std::to_string(q.stream_offset) + "-";
   if (!range.empty()) curl_easy_setopt(h, CURLOPT_RANGE, range.c_str());
-  curl_slist* headers = nullptr;
-  // Without a Content-Type curl would send a form's for PUT/POST bodies.
-  // (Removing a header with "Name:" is not an option: curl 7.88's SigV4
-  // signs the removed header as if it were sent, and S3 refuses the
-  // signature; seen against moto, fixed in later curl.)
-  if (method == "PUT" || method == "POST")
-    headers = curl_slist_append(headers, "Content-Type: application/octet-stream");
-  for (const std::string& extra : q.headers) headers = curl_slist_append(headers, extra.c_str());
-  if (q.sink && !q.stream_etag.empty())
-    headers = curl_slist_append(headers, ("If-Match: " + q.stream_etag).c_str());
-  auto parsed = parse_url(q.url);
-  if (parsed.ok() && parsed->scheme == ObjectUrl::Scheme::kS3 && config_.has_credentials()) {
-    std::string sigv4 = "aws:amz:" + config_.region + ":s3";
-    curl_easy_setopt(h, CURLOPT_AWS_SIGV4, sigv4.c_str());
-    curl_easy_setopt(h, CURLOPT_USERNAME, config_.access_key.c_str());
-    curl_easy_setopt(h, CURLOPT_PASSWORD, config_.secret_key.c_str());
-    // S3 wants the payload's hash in this header for SigV4; UNSIGNED-PAYLOAD
-    // is its documented value for bodies not hashed (TLS guards them).
-    headers = curl_slist_append(headers, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
-    if (!config_.session_token.empty())
-      headers =
-          curl_slist_append(headers, ("x-amz-security-token: " + config_.session_token).c_str());
-  } else if (parsed.ok() && parsed->scheme == ObjectUrl::Scheme::kHttp) {
-    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
-  }
+  curl_slist* headers = sign_and_head(q, method, h);
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
   g_requests.fetch_add(1, std::memory_order_relaxed);
   r.curl = curl_easy_perform(h);

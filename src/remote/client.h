@@ -27,6 +27,8 @@
 #include "remote/xml.h"
 #include "sluice/status.h"
 
+struct curl_slist;
+
 namespace sluice::remote {
 
 // Process-wide counts of what every client did (stats() reports them).
@@ -97,6 +99,7 @@ class ObjectClient {
  private:
   Result<Response> perform(const Request& request);
   Response attempt(const Request& request);
+  curl_slist* sign_and_head(const Request& request, const std::string& method, void* handle);
   Result<std::string> http_url(const Request& request) const;
   void* borrow();
   void give_back(void* handle);
