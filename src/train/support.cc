@@ -8,7 +8,6 @@
 #include <torch/version.h>
 
 #include <charconv>
-#include <filesystem>
 
 #include "sluice/gpu_monitor.h"
 
@@ -193,12 +192,13 @@ Result<std::unique_ptr<Pipeline>> open_val_pipeline(const TrainOptions& o,
     if (!p.ok()) return p.status().with_prefix("--val");
     return p;
   }
-  // The training dataset folder's own val split, when it has one.
-  std::error_code ec;
-  if (train_options.sources.size() != 1 ||
-      !std::filesystem::exists(std::filesystem::path(train_options.sources[0]) / "dataset.json",
-                               ec) ||
-      train_options.split == o.val_split) {
+  // The training dataset's own val split, when its dataset.json (in a
+  // folder or at an s3:// or http(s):// location) has one.
+  if (train_options.sources.size() != 1 || train_options.split == o.val_split) {
+    return std::unique_ptr<Pipeline>();
+  }
+  auto manifest = read_manifest(train_options.sources[0]);
+  if (!manifest.ok() || manifest->splits.count(o.val_split) == 0) {
     return std::unique_ptr<Pipeline>();
   }
   v.split = o.val_split;
