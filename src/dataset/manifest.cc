@@ -34,13 +34,7 @@ Status keys_from_json(const json& j, FeatureKeys* k, std::string_view where) {
 }
 
 Status split_from_json(const json& j, SplitInfo* s, std::string_view where) {
-  std::string compression;
-  SLUICE_RETURN_IF_ERROR(get_field(j, "compression", &compression, where));
-  auto c = parse_compression(compression);
-  if (!c.ok() || *c == Compression::kAuto) {
-    return data_loss_error(fmt::format("{}: unknown compression '{}'", where, compression));
-  }
-  s->compression = *c;
+  SLUICE_RETURN_IF_ERROR(detail::compression_from_json(j, &s->compression, where));
   SLUICE_RETURN_IF_ERROR(get_field(j, "records", &s->records, where));
   auto shards = j.find("shards");
   if (shards == j.end() || !shards->is_array()) {
@@ -111,6 +105,17 @@ json skipped_to_json(const Skipped& skipped) {
   for (const auto& [file, reason] : skipped)
     out.push_back(json{{"file", file}, {"reason", reason}});
   return out;
+}
+
+Status compression_from_json(const json& j, Compression* out, std::string_view where) {
+  std::string name;
+  SLUICE_RETURN_IF_ERROR(get_field(j, "compression", &name, where));
+  auto c = parse_compression(name);
+  if (!c.ok() || *c == Compression::kAuto) {
+    return data_loss_error(fmt::format("{}: unknown compression '{}'", where, name));
+  }
+  *out = *c;
+  return Status();
 }
 
 Skipped skipped_from_json(const json& j) {

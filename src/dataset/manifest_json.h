@@ -35,6 +35,9 @@ json shard_to_json(const ShardInfo& shard);
 // Checks the CRC's spelling and that the names stay inside the dataset folder.
 Status shard_from_json(const json& j, ShardInfo* shard, std::string_view where);
 
+// The "compression" field: a name parse_compression knows, never "auto".
+Status compression_from_json(const json& j, Compression* out, std::string_view where);
+
 using Skipped = std::vector<std::pair<std::string, std::string>>;
 json skipped_to_json(const Skipped& skipped);
 // Entries that are not {file, reason} strings are left out.

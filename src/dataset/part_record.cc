@@ -56,13 +56,7 @@ Status fields_from_json(const json& j, PartRecord* r, std::string_view name) {
   SLUICE_RETURN_IF_ERROR(get_field(j, "command", &r->command, name));
   SLUICE_RETURN_IF_ERROR(get_field(j, "source", &r->source, name));
   SLUICE_RETURN_IF_ERROR(get_field(j, "created_by", &r->created_by, name));
-  std::string compression;
-  SLUICE_RETURN_IF_ERROR(get_field(j, "compression", &compression, name));
-  auto c = parse_compression(compression);
-  if (!c.ok() || *c == Compression::kAuto) {
-    return data_loss_error(fmt::format("{}: unknown compression '{}'", name, compression));
-  }
-  r->compression = *c;
+  SLUICE_RETURN_IF_ERROR(compression_from_json(j, &r->compression, name));
   if (auto sk = j.find("skipped"); sk != j.end()) r->skipped = skipped_from_json(*sk);
   return Status();
 }

@@ -21,6 +21,15 @@ Status parse_number(std::string_view name, std::string_view v, T lo, T hi, T* ou
   return Status();
 }
 
+// A size given in units of `unit` bytes (MiB, GiB), fractions allowed.
+Status parse_bytes(std::string_view name, std::string_view v, double lo, double hi, double unit,
+                   uint64_t* out) {
+  double n = 0;
+  SLUICE_RETURN_IF_ERROR(parse_number<double>(name, v, lo, hi, &n));
+  *out = static_cast<uint64_t>(n * unit);
+  return Status();
+}
+
 Status parse_bool(std::string_view name, std::string_view v, bool* out) {
   if (v == "true" || v == "True" || v == "1") {
     *out = true;
@@ -171,10 +180,7 @@ void add_engine_options(const Add& add) {
       [](std::string_view v, O* o) { return parse_auto("prefetch", v, &o->prefetch); });
   add("memory_budget_mb", "--memory-budget", "2048", "MiB for everything in flight",
       [](std::string_view v, O* o) {
-        double mb = 0;
-        SLUICE_RETURN_IF_ERROR(parse_number<double>("memory_budget_mb", v, 1, 1 << 24, &mb));
-        o->memory_budget = static_cast<uint64_t>(mb * 1024 * 1024);
-        return Status();
+        return parse_bytes("memory_budget_mb", v, 1, 1 << 24, 1 << 20, &o->memory_budget);
       });
   add("remote_requests_per_worker", "--requests-per-worker", "4",
       "remote shards: ranged GETs in flight per worker", [](std::string_view v, O* o) {
@@ -184,10 +190,7 @@ void add_engine_options(const Add& add) {
   add("read_ahead_mb", "--read-ahead", "64",
       "remote shards: MiB of records fetched ahead (within the memory budget)",
       [](std::string_view v, O* o) {
-        double mb = 0;
-        SLUICE_RETURN_IF_ERROR(parse_number<double>("read_ahead_mb", v, 0.0625, 1 << 20, &mb));
-        o->read_ahead_bytes = static_cast<uint64_t>(mb * 1024 * 1024);
-        return Status();
+        return parse_bytes("read_ahead_mb", v, 0.0625, 1 << 20, 1 << 20, &o->read_ahead_bytes);
       });
   add("cache_dir", "--cache-dir", "",
       "remote shards: keep whole shards in this folder after first use (LRU)",
@@ -197,10 +200,7 @@ void add_engine_options(const Add& add) {
       });
   add("cache_size_gb", "--cache-size", "100", "GiB the cache folder may hold",
       [](std::string_view v, O* o) {
-        double gb = 0;
-        SLUICE_RETURN_IF_ERROR(parse_number<double>("cache_size_gb", v, 1e-6, 1 << 20, &gb));
-        o->cache_bytes = static_cast<uint64_t>(gb * (1 << 30));
-        return Status();
+        return parse_bytes("cache_size_gb", v, 1e-6, 1 << 20, 1 << 30, &o->cache_bytes);
       });
 }
 
@@ -236,10 +236,8 @@ void add_device_options(const Add& add) {
       });
   add("device_memory_budget_mb", "--device-memory-budget", "4096",
       "MiB of device memory for the ring (with --device cuda)", [](std::string_view v, O* o) {
-        double mb = 0;
-        SLUICE_RETURN_IF_ERROR(parse_number<double>("device_memory_budget_mb", v, 1, 1 << 24, &mb));
-        o->device_memory_budget = static_cast<uint64_t>(mb * 1024 * 1024);
-        return Status();
+        return parse_bytes("device_memory_budget_mb", v, 1, 1 << 24, 1 << 20,
+                           &o->device_memory_budget);
       });
 }
 
