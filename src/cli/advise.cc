@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "base/file_util.h"
@@ -25,29 +24,6 @@ struct AdviseCli {
   bool leave_one_out = false;
   uint64_t images = 1'281'167;
 };
-
-// One `sluice bench --json` file: (busy cores, images/s), and the encoded
-// bytes per image its read stage saw (0 when absent).
-Status load_bench(const std::string& path, std::pair<double, double>* point, double* image_bytes) {
-  SLUICE_ASSIGN_OR_RETURN(std::string text, detail::read_file(path, 64 << 20));
-  auto j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("images_per_second") ||
-      !j.contains("cpu_cores_busy") || !j["images_per_second"].is_number() ||
-      !j["cpu_cores_busy"].is_number()) {
-    return data_loss_error(
-        path + ": not a `sluice bench --json` file (images_per_second, cpu_cores_busy)");
-  }
-  *point = {j["cpu_cores_busy"].get<double>(), j["images_per_second"].get<double>()};
-  if (point->first <= 0 || point->second <= 0)
-    return data_loss_error(path + ": images_per_second and cpu_cores_busy must be above 0");
-  const auto& read = j.contains("stages") && j["stages"].is_object() && j["stages"].contains("read")
-                         ? j["stages"]["read"]
-                         : nlohmann::json();
-  if (read.is_object() && read.value("items", 0.0) > 0 && read.value("bytes", 0.0) > 0) {
-    *image_bytes = read.value("bytes", 0.0) / read.value("items", 1.0);
-  }
-  return Status();
-}
 
 Status load_catalog(const AdviseCli& c, AdviseInput* in) {
   if (c.catalog.empty()) {
@@ -89,14 +65,7 @@ Status load_disk(const AdviseCli& c, AdviseInput* in) {
   in->disk_mb_per_second = c.disk_mbps;
   if (c.disk.empty()) return Status();
   SLUICE_ASSIGN_OR_RETURN(std::string text, detail::read_file(c.disk, 16 << 20));
-  auto j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("data_read_mb_per_second") ||
-      !j["data_read_mb_per_second"].is_number() || !(j["data_read_mb_per_second"] > 0)) {
-    return data_loss_error(c.disk +
-                           ": not a `sluice doctor --data DIR --json` report with "
-                           "data_read_mb_per_second > 0");
-  }
-  in->disk_mb_per_second = j["data_read_mb_per_second"].get<double>();
+  SLUICE_ASSIGN_OR_RETURN(in->disk_mb_per_second, parse_disk_report(text, c.disk));
   return Status();
 }
 
@@ -104,9 +73,10 @@ Status load(AdviseCli& c, AdviseInput* in) {
   if (c.bench.empty()) return invalid_argument_error("--bench FILE is required");
   std::vector<std::pair<double, double>> points;
   for (const std::string& b : c.bench) {
-    std::pair<double, double> p;
-    SLUICE_RETURN_IF_ERROR(load_bench(b, &p, &in->image_bytes));
-    points.push_back(p);
+    SLUICE_ASSIGN_OR_RETURN(std::string text, detail::read_file(b, 64 << 20));
+    SLUICE_ASSIGN_OR_RETURN(BenchPoint p, parse_bench_point(text, b));
+    points.emplace_back(p.cores, p.images_per_second);
+    if (p.image_bytes > 0) in->image_bytes = p.image_bytes;
   }
   SLUICE_ASSIGN_OR_RETURN(in->cpu, fit_cpu(points));
   SLUICE_RETURN_IF_ERROR(load_catalog(c, in));

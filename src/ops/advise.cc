@@ -22,7 +22,43 @@ std::string duration(double s) {
   return fmt::format("{:.1f} h", s / 3600);
 }
 
+// j[key] when it is a number above 0.
+std::optional<double> positive(const json& j, const char* key) {
+  if (!j.is_object()) return std::nullopt;
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number() || !(it->get<double>() > 0)) return std::nullopt;
+  return it->get<double>();
+}
+
 }  // namespace
+
+Result<BenchPoint> parse_bench_point(std::string_view text, std::string_view name) {
+  json j = json::parse(text, nullptr, false);
+  auto ips = positive(j, "images_per_second"), cores = positive(j, "cpu_cores_busy");
+  if (!ips || !cores) {
+    return data_loss_error(std::string(name) +
+                           ": not a `sluice bench --json` file (images_per_second and "
+                           "cpu_cores_busy, numbers above 0)");
+  }
+  BenchPoint p{*cores, *ips, 0};
+  if (auto stages = j.find("stages"); stages != j.end() && stages->is_object()) {
+    if (auto read = stages->find("read"); read != stages->end()) {
+      auto items = positive(*read, "items"), bytes = positive(*read, "bytes");
+      if (items && bytes) p.image_bytes = *bytes / *items;
+    }
+  }
+  return p;
+}
+
+Result<double> parse_disk_report(std::string_view text, std::string_view name) {
+  auto mbps = positive(json::parse(text, nullptr, false), "data_read_mb_per_second");
+  if (!mbps) {
+    return data_loss_error(std::string(name) +
+                           ": not a `sluice doctor --data DIR --json` report with "
+                           "data_read_mb_per_second > 0");
+  }
+  return *mbps;
+}
 
 Result<std::vector<GpuType>> parse_gpu_catalog(std::string_view text, std::string_view name) {
   json j = json::parse(text, nullptr, false);

@@ -29,6 +29,15 @@ Result<std::vector<GpuType>> parse_gpu_catalog(std::string_view json, std::strin
 // {"per_gpu_hour": {"H100": 2.5, ...}}; null entries mean no price.
 Result<std::map<std::string, double>> parse_prices(std::string_view json, std::string_view name);
 
+// One `sluice bench --json` file: busy CPU cores, images/s, and the encoded
+// bytes per image its read stage saw (0 when it does not say).
+struct BenchPoint {
+  double cores = 0, images_per_second = 0, image_bytes = 0;
+};
+Result<BenchPoint> parse_bench_point(std::string_view json, std::string_view name);
+// A `sluice doctor --data DIR --json` report: the data folder's read speed in MB/s.
+Result<double> parse_disk_report(std::string_view json, std::string_view name);
+
 // Forward FLOPs per image at 224x224 (2 x multiply-adds) of the models
 // sluice trains: seed-cnn, resnet18, resnet50. Training costs about 3x.
 Result<double> model_forward_gflops(std::string_view model);

@@ -462,5 +462,42 @@ TEST(PricesTest, NullMeansNoPrice) {
   EXPECT_FALSE(parse_prices("[]", "p.json").ok());
 }
 
+TEST(BenchReportTest, ReadsCoresRateAndImageBytes) {
+  auto p = parse_bench_point(
+      R"({"images_per_second": 3000, "cpu_cores_busy": 1.5,
+          "stages": {"read": {"items": 100, "bytes": 11000000}}})",
+      "b.json");
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  EXPECT_DOUBLE_EQ(p->cores, 1.5);
+  EXPECT_DOUBLE_EQ(p->images_per_second, 3000);
+  EXPECT_DOUBLE_EQ(p->image_bytes, 110000);
+  // A read stage that does not say leaves the bytes unknown, not wrong.
+  auto q = parse_bench_point(
+      R"({"images_per_second": 3000, "cpu_cores_busy": 1,
+          "stages": {"read": {"items": "100", "bytes": 5}}})",
+      "b.json");
+  ASSERT_TRUE(q.ok()) << q.status().to_string();
+  EXPECT_EQ(q->image_bytes, 0);
+  for (const char* bad : {"[]", "{}", R"({"images_per_second": "3000", "cpu_cores_busy": 1})",
+                          R"({"images_per_second": 3000, "cpu_cores_busy": 0})", "not json"}) {
+    auto r = parse_bench_point(bad, "b.json");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().to_string().find("b.json: not a `sluice bench --json` file"),
+              std::string::npos);
+  }
+}
+
+TEST(DiskReportTest, ReadsTheDataFoldersReadSpeed) {
+  auto d = parse_disk_report(R"({"data_read_mb_per_second": 812.5})", "d.json");
+  ASSERT_TRUE(d.ok());
+  EXPECT_DOUBLE_EQ(*d, 812.5);
+  for (const char* bad :
+       {R"({"data_read_mb_per_second": 0})", R"({"data_read_mb_per_second": "fast"})", "[1]", ""}) {
+    auto r = parse_disk_report(bad, "d.json");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().to_string().find("d.json"), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace sluice
