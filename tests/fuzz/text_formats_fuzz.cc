@@ -1,11 +1,14 @@
 // Fuzzes the text formats sluice reads from users: DALI index files,
 // dataset.json manifests, convert's CSV/TSV list files, advise's GPU
 // catalogue (GPUs and measurements), price files, training summaries, and
-// the pipeline state file, and the object store's: AWS credentials and
-// config files (INI) and S3's XML answers (listings, errors).
+// the pipeline state file, advise's bench and doctor reports, convert's part
+// records, and the object store's: URLs, AWS credentials and config files
+// (INI) and S3's XML answers (listings, errors).
+#include "dataset/part_record.h"
 #include "ops/advise.h"
 #include "ops/train_summary.h"
 #include "remote/aws_config.h"
+#include "remote/url.h"
 #include "remote/xml.h"
 #include "sluice/dataset.h"
 #include "sluice/pipeline.h"
@@ -45,6 +48,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         sluice::parse_pipeline_state(sluice::format_pipeline_state(*state), "fuzz.state");
     if (!again.ok() || !(*again == *state)) __builtin_trap();
   }
+  const auto bench = sluice::parse_bench_point(text, "fuzz.json");
+  if (bench.ok() && !(bench->cores > 0 && bench->images_per_second > 0 && bench->image_bytes >= 0))
+    __builtin_trap();
+  const auto disk = sluice::parse_disk_report(text, "fuzz.json");
+  if (disk.ok() && !(*disk > 0)) __builtin_trap();
+  sluice::detail::parse_part_record(text, "fuzz.part.json").status().ignore();
+  const auto url = sluice::remote::parse_url(text);
+  if (url.ok() && url->scheme == sluice::remote::ObjectUrl::Scheme::kS3 && url->bucket.empty())
+    __builtin_trap();
   const auto ini = sluice::remote::parse_ini(text, "fuzz.ini");
   if (ini.ok()) {
     for (const auto& [section, keys] : *ini) {
