@@ -105,11 +105,19 @@ int run(const TopCli& c) {
   }
   bool tty = ::isatty(STDOUT_FILENO) != 0 && !c.once;
   for (;;) {
-    std::string screen = render(c.status, *j);
+    std::string screen;
+    bool done = false;
+    try {  // a status file edited by hand may hold the wrong types
+      screen = render(c.status, *j);
+      done = j->value("done", false);
+    } catch (const json::exception& e) {
+      return report_error(
+          "top", data_loss_error(c.status + ": not a sluice status file (" + e.what() + ")"));
+    }
     if (tty) std::fputs("\x1b[H\x1b[J", stdout);  // home, clear: redraw in place
     std::fputs(screen.c_str(), stdout);
     std::fflush(stdout);
-    if (c.once || j->value("done", false)) return kExitOk;
+    if (c.once || done) return kExitOk;
     std::this_thread::sleep_for(std::chrono::duration<double>(c.interval));
     if (auto next = read_status(c.status)) j = next;  // keep the last good one
     if (!tty) std::fputs("\n", stdout);

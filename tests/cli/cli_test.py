@@ -363,6 +363,11 @@ class CliTest(unittest.TestCase):
         self.assertIn("throughput", p.stdout)
         self.assertIn("no status file", run("top", os.path.join(self.tmp, "none.json"), "--wait", "0.2",
                                             check=1).stderr)
+        odd = os.path.join(self.tmp, "odd-status.json")
+        with open(odd, "w") as f:
+            json.dump({"job": "bench", "images_per_second": "fast"}, f)
+        self.assertIn("odd-status.json: not a sluice status file",
+                      run("top", odd, "--once", check=1).stderr)
 
     def chromium(self, url, *args):
         """Headless Chromium on a fresh profile; its console goes to stderr."""
