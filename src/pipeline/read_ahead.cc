@@ -42,7 +42,11 @@ void ReadAhead::follow(std::shared_ptr<const std::vector<uint32_t>> plan, uint64
 bool ReadAhead::next_job(Job* job) {
   if (!plan_) return false;
   const auto& plan = *plan_;
-  while (cursor_ < plan.size() && skip_.erase(plan[cursor_])) ++cursor_;
+  // Skipped: records a worker read itself, and ones a fetch of an earlier
+  // generation still holds (take() waits for that fetch to be dropped and
+  // the worker reads them).
+  while (cursor_ < plan.size() && (skip_.erase(plan[cursor_]) || entries_.count(plan[cursor_])))
+    ++cursor_;
   if (cursor_ >= plan.size()) return false;
   Place first = locate_(plan[cursor_]);
   if (held_ > 0 && held_ + first.size > budget_) return false;
@@ -92,6 +96,11 @@ void ReadAhead::finish(const Job& job, Status s, std::vector<std::string>* recor
       entries_.erase(it);
       continue;
     }
+    if (!s.ok() && job.ids.size() > 1) {  // one bad record must not fail its neighbours:
+      held_ -= e.bytes;                   // each is read by its worker instead
+      entries_.erase(it);
+      continue;
+    }
     e.ready = true;
     e.status = s;
     if (s.ok() && i < records->size()) e.data = std::move((*records)[i]);
@@ -118,6 +127,11 @@ bool ReadAhead::take(uint64_t id, std::string* bytes, Status* status) {
   entries_.erase(it);
   cv_.notify_all();
   return true;
+}
+
+uint64_t ReadAhead::held_bytes() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return held_;
 }
 
 }  // namespace sluice::detail

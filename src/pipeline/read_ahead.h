@@ -51,6 +51,9 @@ class ReadAhead {
   // it), with the status of its read; false when the caller is to read it.
   bool take(uint64_t id, std::string* bytes, Status* status);
 
+  // Bytes reserved from the budget now (fetched and not taken, or in flight).
+  uint64_t held_bytes();
+
   static constexpr uint64_t kBlockBytes = uint64_t{4} << 20;
 
  private:
