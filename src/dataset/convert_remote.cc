@@ -86,6 +86,25 @@ void remove_stale_objects(const std::string& url, const std::string& split,
   }
 }
 
+// The split's part records under OUT/.parts/ (other splits' stay theirs).
+Result<std::vector<remote::ListedObject>> split_part_records(const std::string& url,
+                                                             const std::string& split) {
+  auto listed = remote::list_folder(remote::join(url, std::string(kPartsFolder) + "/"));
+  if (!listed.ok()) return listed.status();
+  const std::regex pattern(regex_quote(split) + R"(-part-\d{5}-of-\d{5}\.json)");
+  std::vector<remote::ListedObject> out;
+  for (remote::ListedObject& o : *listed) {
+    if (std::regex_match(o.key.substr(o.key.rfind('/') + 1), pattern)) out.push_back(std::move(o));
+  }
+  return out;
+}
+
+void remove_objects(const std::vector<remote::ListedObject>& objects) {
+  auto client = remote::ObjectClient::shared();
+  if (!client.ok()) return;  // best effort: dataset.json no longer names them
+  for (const remote::ListedObject& o : objects) (*client)->remove(o.key).ignore();
+}
+
 uint64_t part_bytes() {
   const char* mb = std::getenv("SLUICE_UPLOAD_PART_MB");
   const long n = mb ? std::atol(mb) : 64;
@@ -143,6 +162,8 @@ Result<ConvertReport> convert_to_url(const std::string& src, const std::string& 
   } else {
     SLUICE_RETURN_IF_ERROR(upload_file(staging / kManifestName, remote::join(url, kManifestName)));
     remove_stale_objects(url, options.split, report.shards);
+    // A whole conversion replaces the split: parts of an earlier one go, as in a folder.
+    if (auto old = split_part_records(url, options.split); old.ok()) remove_objects(*old);
   }
   return report;
 }
@@ -153,10 +174,8 @@ Result<ConvertReport> finish_url(const std::string& url, const FinishOptions& op
   SLUICE_RETURN_IF_ERROR(fetch_manifest(url, staging));
   // The part records, into the staging folder; the shards stay where they
   // are and are checked there (sizes by HEAD, CRC32Cs by reading them).
-  const std::string parts_url = remote::join(url, std::string(kPartsFolder) + "/");
-  auto listed = remote::list_folder(parts_url);
-  std::vector<remote::ListedObject> records =
-      listed.ok() ? *listed : std::vector<remote::ListedObject>{};
+  SLUICE_ASSIGN_OR_RETURN(std::vector<remote::ListedObject> records,
+                          split_part_records(url, options.split));
   std::error_code ec;
   fs::create_directories(staging / kPartsFolder, ec);
   for (const remote::ListedObject& o : records) {
@@ -167,9 +186,8 @@ Result<ConvertReport> finish_url(const std::string& url, const FinishOptions& op
   }
   SLUICE_ASSIGN_OR_RETURN(ConvertReport report, finish_staged(staging.path(), url, options));
   SLUICE_RETURN_IF_ERROR(upload_file(staging / kManifestName, remote::join(url, kManifestName)));
-  // After dataset.json, as for a folder: the part records go.
-  SLUICE_ASSIGN_OR_RETURN(remote::ObjectClient * client, remote::ObjectClient::shared());
-  for (const remote::ListedObject& o : records) client->remove(o.key).ignore();
+  // After dataset.json, as for a folder: the split's part records go.
+  remove_objects(records);
   remove_stale_objects(url, options.split, report.shards);
   return report;
 }
