@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -85,7 +86,10 @@ Result<std::optional<std::string>> ShardCache::lookup(const std::string& url, ui
   return std::optional<std::string>(path);
 }
 
-// Evicts least recently used copies not in use until `bytes` more fit.
+// Evicts least recently used copies not in use until `bytes` more fit,
+// only when that is enough. Downloads in progress (other ranks' included)
+// count; what killed processes left (their temporaries, and a copy whose
+// sidecar was never written) goes.
 Status ShardCache::make_room(uint64_t bytes) {
   struct Copy {
     fs::file_time_type used;
@@ -93,26 +97,44 @@ Status ShardCache::make_room(uint64_t bytes) {
     uint64_t size;
   };
   std::vector<Copy> copies;
-  uint64_t total = 0;
+  uint64_t total = 0, evictable = 0;
   std::error_code ec;
+  const auto orphan_age = std::chrono::minutes(10);
   for (const auto& e : fs::directory_iterator(dir_, ec)) {
-    std::string p = e.path().string();
+    const std::string p = e.path().string();
+    if (size_t t = p.rfind(".tmp-"); t != std::string::npos) {
+      if (!temp_writer_alive(std::string_view(p).substr(t + 5))) {
+        fs::remove(p, ec);
+      } else {
+        total += fs::file_size(p, ec);
+      }
+      continue;
+    }
+    if (p.ends_with(".lock")) {
+      const std::string data = p.substr(0, p.size() - 5);
+      if (!fs::exists(data + ".meta", ec) && fs::exists(data, ec) &&
+          fs::last_write_time(data, ec) < fs::file_time_type::clock::now() - orphan_age) {
+        remove_entry(data);
+      }
+      continue;
+    }
     if (!p.ends_with(".meta")) continue;
     std::string data = p.substr(0, p.size() - 5);
     uint64_t size = fs::file_size(data, ec);
     if (ec) continue;
     total += size;
+    if (in_use_.count(data)) continue;
+    evictable += size;
     copies.push_back({fs::last_write_time(data, ec), data, size});
   }
+  if (total - evictable + bytes > max_bytes_) return resource_exhausted_error("no room");
   std::sort(copies.begin(), copies.end(),
             [](const Copy& a, const Copy& b) { return a.used < b.used; });
   for (const Copy& c : copies) {
     if (total + bytes <= max_bytes_) break;
-    if (in_use_.count(c.path)) continue;
     remove_entry(c.path);
     total -= c.size;
   }
-  if (total + bytes > max_bytes_) return resource_exhausted_error("no room");
   return Status();
 }
 
@@ -128,11 +150,14 @@ Result<std::optional<std::string>> ShardCache::fill(const std::string& url, uint
   // the folder) go on reading by ranges and find the copy next time.
   SLUICE_ASSIGN_OR_RETURN(File lock_file, File::append(path + ".lock"));
   if (::flock(lock_file.fd(), LOCK_EX | LOCK_NB) != 0) return std::optional<std::string>();
+  // Another process may have finished it while this one read by ranges.
+  SLUICE_ASSIGN_OR_RETURN(auto done, lookup(url, size, etag));
+  if (done) return done;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!make_room(size + index_text.size()).ok()) return std::optional<std::string>();
   }
-  const std::string tmp = fmt::format("{}.partial-{}", path, ::getpid());
+  const std::string tmp = temp_name_for(path);  // make_room clears a killed writer's
   SLUICE_ASSIGN_OR_RETURN(File out, File::create(tmp));
   SLUICE_ASSIGN_OR_RETURN(remote::ObjectClient * client, remote::ObjectClient::shared());
   uint32_t crc = 0;

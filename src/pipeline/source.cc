@@ -346,9 +346,11 @@ Status use_cached_copy(ShardCache* cache, ShardFile* f) {
   if (!path) return Status();
   RecordFileOptions fo;
   fo.compression = f->opened->compression();
-  SLUICE_ASSIGN_OR_RETURN(auto copy, RecordFile::open(*path, fo));
-  if (copy->index() != f->opened->index()) return Status();  // a stale .idx: fetch again
-  f->copy_storage = std::move(copy);
+  auto copy = RecordFile::open(*path, fo);
+  // Another process may evict the copy between the check and the open: a
+  // miss. A stale .idx: fetch again.
+  if (!copy.ok() || (*copy)->index() != f->opened->index()) return Status();
+  f->copy_storage = std::move(*copy);
   f->copy.store(f->copy_storage.get(), std::memory_order_release);
   return Status();
 }

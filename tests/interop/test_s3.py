@@ -338,6 +338,23 @@ def test_convert_parts_to_s3_then_finish(server, images, tmp_path):
     assert digest(env, url) == digest(env, str(tmp_path / "one"))
 
 
+def test_finishing_one_split_leaves_the_other_splits_parts(server, images):
+    env = server.env()
+    url = f"s3://{BUCKET}/twosplits/"
+    for split in ("train", "val"):
+        for i in range(2):
+            run(env, "convert", str(images), "-o", url, "--split", split, "--shards", "2",
+                "--part", f"{i}/2", "-q")
+    run(env, "convert", "--finish", url, "--split", "train")
+    assert sorted(n for n in objects(server, "twosplits/") if n.startswith(".parts/")) == [
+        f".parts/val-part-0000{i}-of-00002.json" for i in range(2)]
+    run(env, "convert", "--finish", url, "--split", "val")
+    manifest = json.loads(server.client().get_object(
+        Bucket=BUCKET, Key="twosplits/dataset.json")["Body"].read())
+    assert set(manifest["splits"]) == {"train", "val"}
+    assert not any(n.startswith(".parts/") for n in objects(server, "twosplits/"))
+
+
 def test_finish_names_a_missing_part_on_s3(server, images):
     env = server.env()
     url = f"s3://{BUCKET}/halfdone/"
