@@ -7,6 +7,7 @@ named clearly, retries counted, the shard cache, and convert -o s3://."""
 import json
 import os
 import subprocess
+import time
 
 import pytest
 
@@ -243,6 +244,33 @@ def test_cache_evicts_the_least_recently_used_shards(server, dataset, tmp_path):
     assert cached() == shards[:2]
     fill("train-0000[23]-*", shards[2:4])  # room only by evicting the first two
     assert cached() == shards[2:4]
+
+
+def test_cache_clears_what_killed_runs_left(server, dataset, tmp_path):
+    """A download cut off by a kill (its .tmp-PID, PID gone) and a copy whose
+    sidecar was never written go when room is next made; live ones stay."""
+    root, shards = dataset
+    env = server.env()
+    cache = tmp_path / "killed"
+    cache.mkdir()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    (cache / f"0badc0de-{shards[0]}.tmp-{dead.pid}").write_bytes(b"x" * 1000)
+    alive = cache / f"0badc0de-{shards[0]}.tmp-{os.getpid()}"
+    alive.write_bytes(b"x" * 1000)
+    orphan = cache / f"1badc0de-{shards[1]}"
+    orphan.write_bytes(b"y" * 1000)
+    (cache / f"1badc0de-{shards[1]}.lock").write_bytes(b"")
+    hour_ago = time.time() - 3600
+    os.utime(orphan, (hour_ago, hour_ago))
+    for attempt in range(6):
+        j = bench_json(env, f"s3://{BUCKET}/ds", tmp_path / "k.json", "--cache-dir", str(cache))
+        if j["remote"]["cache_hits"] == len(shards):
+            break
+    assert j["remote"]["cache_hits"] == len(shards)
+    names = {p.name for p in cache.iterdir()}
+    assert f"0badc0de-{shards[0]}.tmp-{dead.pid}" not in names and orphan.name not in names
+    assert alive.name in names
 
 
 def test_python_module_reads_s3(server, dataset, monkeypatch):
