@@ -38,6 +38,13 @@ bool retryable_http(long code) {
   return code == 429 || code == 500 || code == 502 || code == 503 || code == 504;
 }
 
+// Whether an ETag can go in If-Match: RFC 9110 compares If-Match strongly,
+// so a weak one (W/"...", as Node's serve-static and many CDNs send) would
+// fail every read with 412. Those objects are read without the check.
+bool can_match(std::string_view etag) {
+  return !etag.empty() && !etag.starts_with("W/");
+}
+
 bool iequals_prefix(std::string_view line, std::string_view name) {
   if (line.size() < name.size()) return false;
   for (size_t i = 0; i < name.size(); ++i) {
@@ -75,6 +82,9 @@ struct ObjectClient::Request {
   mutable uint64_t stream_offset = 0;
   mutable std::string stream_etag;
   uint64_t max_bytes = 1 << 20;
+  // No stall limit: S3 may send only whitespace for minutes while it
+  // assembles a multipart upload (CompleteMultipartUpload).
+  bool slow_answer = false;
 };
 
 struct ObjectClient::Response {
@@ -212,7 +222,7 @@ curl_slist* ObjectClient::sign_and_head(const Request& q, const std::string& met
   if (method == "PUT" || method == "POST")
     headers = curl_slist_append(headers, "Content-Type: application/octet-stream");
   for (const std::string& extra : q.headers) headers = curl_slist_append(headers, extra.c_str());
-  if (q.sink && !q.stream_etag.empty())
+  if (q.sink && can_match(q.stream_etag))
     headers = curl_slist_append(headers, ("If-Match: " + q.stream_etag).c_str());
   auto parsed = parse_url(q.url);
   if (parsed.ok() && parsed->scheme == ObjectUrl::Scheme::kS3 && config_.has_credentials()) {
@@ -249,8 +259,8 @@ ObjectClient::Response ObjectClient::attempt(const Request& q) {
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error);
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, retry_.connect_timeout_s);
-  curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1024L);
-  curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, retry_.stall_seconds);
+  curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, q.slow_answer ? 0L : 1024L);
+  curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, q.slow_answer ? 0L : retry_.stall_seconds);
   curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
   curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(h, CURLOPT_HEADERDATA, &r);
@@ -319,6 +329,9 @@ bool worth_retrying(const ObjectClient::Response& r, const ObjectClient::Request
   if (!r.sink_status.ok() || r.overflow) return false;
   if (r.curl != CURLE_OK) return retryable_curl(r.curl);
   if (retryable_http(r.code)) return true;
+  // S3's 400 RequestTimeout: the connection was idle too long mid-upload;
+  // the AWS SDKs retry it.
+  if (r.code == 400 && parse_error_body(r.body).starts_with("RequestTimeout")) return true;
   // A 2xx that ended early without curl noticing (a proxy that closed
   // cleanly): the body is short.
   if (r.code >= 200 && r.code < 300 && q.fixed && r.received != q.fixed_bytes) return true;
@@ -377,7 +390,7 @@ Status ObjectClient::get_range(std::string_view url, uint64_t offset, uint64_t n
   if (n == 0) return Status();
   Request q;
   q.url = url;
-  if (!etag.empty()) q.headers.push_back("If-Match: " + std::string(etag));
+  if (can_match(etag)) q.headers.push_back("If-Match: " + std::string(etag));
   q.range = std::to_string(offset) + "-" + std::to_string(offset + n - 1);
   q.fixed = out;
   q.fixed_bytes = n;
@@ -487,6 +500,7 @@ Status ObjectClient::complete_multipart(std::string_view url, const std::string&
   q.url = url;
   q.query = "uploadId=" + uri_encode(upload_id, false);
   q.body = body;
+  q.slow_answer = true;
   return perform(q).status();
 }
 

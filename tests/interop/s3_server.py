@@ -177,18 +177,28 @@ class HttpServer:
     (PyPI, pinned), which answers Range requests with 206 and the
     Content-Range of RFC 9110, as static file servers and CDNs do."""
 
-    def __init__(self, folder):
+    def __init__(self, folder, weak_etags=False):
         from werkzeug.serving import make_server
         from werkzeug.utils import send_from_directory
-        from werkzeug.wrappers import Request
+        from werkzeug.wrappers import Request, Response
 
         self.requests = 0
 
         @Request.application
         def app(request):
             self.requests += 1
-            return send_from_directory(folder, request.path.lstrip("/"), request.environ,
-                                       conditional=True)
+            r = send_from_directory(folder, request.path.lstrip("/"), request.environ,
+                                    conditional=True)
+            tag, _ = r.get_etag()
+            if weak_etags and tag:  # as Node's serve-static and many CDNs send
+                r.set_etag(tag, weak=True)
+            # If-Match compares strongly (RFC 9110 13.1.1): a weak tag never
+            # matches, so such a server answers 412, as nginx does.
+            asked = request.headers.get("If-Match")
+            if asked and asked.strip() != "*" and r.status_code < 300:
+                if weak_etags or f'"{tag}"' not in [t.strip() for t in asked.split(",")]:
+                    return Response(status=412)
+            return r
 
         self.server = make_server("127.0.0.1", 0, app, threaded=True)
         self.url = f"http://127.0.0.1:{self.server.server_port}"
