@@ -184,6 +184,9 @@ class IndexedRecordFile final : public RecordFile {
 // for directly (a 404 means none): one round trip, not two.
 Result<std::optional<std::vector<IndexEntry>>> read_index_if_any(const std::string& idx) {
   if (remote::is_url(idx)) {
+    // A URL with a query (a presigned one) signs only itself: no URL of its
+    // index can be known, so the records are found by reading.
+    if (idx.find('?') != std::string::npos) return std::optional<std::vector<IndexEntry>>();
     auto entries = read_index(idx);
     if (entries.ok()) return std::optional(std::move(*entries));
     if (entries.status().code() == StatusCode::kNotFound)
