@@ -105,10 +105,12 @@ void remove_objects(const std::vector<remote::ListedObject>& objects) {
   for (const remote::ListedObject& o : objects) (*client)->remove(o.key).ignore();
 }
 
-uint64_t part_bytes() {
+// SLUICE_UPLOAD_PART_MB (64, at least S3's smallest part of 5), raised so
+// that a file of `size` bytes needs at most S3's 10,000 parts.
+uint64_t part_bytes(uint64_t size) {
   const char* mb = std::getenv("SLUICE_UPLOAD_PART_MB");
   const long n = mb ? std::atol(mb) : 64;
-  return uint64_t(std::max(5L, n)) << 20;
+  return std::max(uint64_t(std::max(5L, n)) << 20, (size + 9999) / 10000);
 }
 
 }  // namespace
@@ -117,7 +119,7 @@ Status upload_file(const std::string& path, const std::string& url) {
   SLUICE_ASSIGN_OR_RETURN(remote::ObjectClient * client, remote::ObjectClient::shared());
   SLUICE_ASSIGN_OR_RETURN(File f, File::open_read(path));
   SLUICE_ASSIGN_OR_RETURN(uint64_t size, f.size());
-  const uint64_t kPartBytes = part_bytes();
+  const uint64_t kPartBytes = part_bytes(size);
   std::string buffer(static_cast<size_t>(std::min(size, kPartBytes)), '\0');
   if (size <= kPartBytes) {
     SLUICE_ASSIGN_OR_RETURN(size_t got, f.pread(0, buffer.data(), buffer.size()));
