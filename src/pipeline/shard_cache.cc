@@ -101,9 +101,9 @@ Status ShardCache::make_room(uint64_t bytes) {
   std::error_code ec;
   const auto orphan_age = std::chrono::minutes(10);
   for (const auto& e : fs::directory_iterator(dir_, ec)) {
-    const std::string p = e.path().string();
-    if (size_t t = p.rfind(".tmp-"); t != std::string::npos) {
-      if (!temp_writer_alive(std::string_view(p).substr(t + 5))) {
+    const std::string p = e.path().string(), name = e.path().filename().string();
+    if (size_t t = name.rfind(".tmp-"); t != std::string::npos) {
+      if (!temp_writer_alive(std::string_view(name).substr(t + 5))) {
         fs::remove(p, ec);
       } else {
         total += fs::file_size(p, ec);
