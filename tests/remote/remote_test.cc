@@ -60,7 +60,8 @@ TEST(Ini, ReadsSectionsKeysAndNestedBlocks) {
 TEST(Ini, NamesTheBadLine) {
   auto ini = parse_ini("[default]\nregion = x\nnot a setting\n", "/home/u/.aws/config");
   ASSERT_FALSE(ini.ok());
-  EXPECT_EQ(ini.status().message(), "/home/u/.aws/config: line 3: expected 'key = value' or '[section]'");
+  EXPECT_EQ(ini.status().message(),
+            "/home/u/.aws/config: line 3: expected 'key = value' or '[section]'");
   EXPECT_FALSE(parse_ini("key = before any section\n", "f").ok());
   EXPECT_FALSE(parse_ini("[open\n", "f").ok());
 }
@@ -148,8 +149,9 @@ TEST(Xml, ErrorsAndRefusals) {
                    .ok());
   EXPECT_FALSE(xml_text("a &bogus; b").ok());
   EXPECT_FALSE(xml_text("&#xD800;").ok());
-  EXPECT_EQ(*xml_text("&#233;&#x41;&amp;"), "\xc3\xa9"
-                                            "A&");
+  EXPECT_EQ(*xml_text("&#233;&#x41;&amp;"),
+            "\xc3\xa9"
+            "A&");
   // <Key> is not <KeyCount>.
   EXPECT_EQ(xml_elements("<KeyCount>2</KeyCount><Key>k</Key>", "Key").size(), 1u);
 }
