@@ -429,23 +429,8 @@ std::string convert_doc() {
          "(as `sluice convert`).";
 }
 
-py::dict convert(const std::string& src, const std::string& out, const py::kwargs& kwargs) {
-  ConvertOptions o;
-  for (const auto& [key, value] : kwargs) {
-    const std::string k = key.cast<std::string>();
-    const auto& table = convert_kwargs();
-    auto it = std::find_if(table.begin(), table.end(),
-                           [&](const ConvertKwarg& c) { return k == c.name; });
-    if (it == table.end())
-      throw py::type_error("convert() got an unexpected keyword argument '" + k + "'");
-    it->set(value, &o);
-  }
-  o.command = "sluice.convert(" + src + ", " + out + ")";
-  Result<ConvertReport> r = [&] {
-    py::gil_scoped_release release;
-    return convert_images(src, out, o);
-  }();
-  ConvertReport rep = take(std::move(r));
+// convert()'s and finish_convert()'s answer.
+py::dict report_dict(const ConvertReport& rep) {
   py::dict d;
   d["images"] = rep.images;
   d["written"] = rep.written;
@@ -462,6 +447,25 @@ py::dict convert(const std::string& src, const std::string& out, const py::kwarg
   return d;
 }
 
+py::dict convert(const std::string& src, const std::string& out, const py::kwargs& kwargs) {
+  ConvertOptions o;
+  for (const auto& [key, value] : kwargs) {
+    const std::string k = key.cast<std::string>();
+    const auto& table = convert_kwargs();
+    auto it = std::find_if(table.begin(), table.end(),
+                           [&](const ConvertKwarg& c) { return k == c.name; });
+    if (it == table.end())
+      throw py::type_error("convert() got an unexpected keyword argument '" + k + "'");
+    it->set(value, &o);
+  }
+  o.command = "sluice.convert(" + src + ", " + out + ")";
+  Result<ConvertReport> r = [&] {
+    py::gil_scoped_release release;
+    return convert_images(src, out, o);
+  }();
+  return report_dict(take(std::move(r)));
+}
+
 py::dict finish(const std::string& out, const std::string& split, bool verify) {
   FinishOptions o;
   o.split = split;
@@ -470,16 +474,7 @@ py::dict finish(const std::string& out, const std::string& split, bool verify) {
     py::gil_scoped_release release;
     return finish_convert(out, o);
   }();
-  ConvertReport rep = take(std::move(r));
-  py::dict d;
-  d["images"] = rep.images;
-  d["written"] = rep.written;
-  d["bytes_out"] = rep.bytes_out;
-  d["classes"] = rep.classes;
-  py::list shards;
-  for (const ShardInfo& s : rep.shards) shards.append(py::str(s.file));
-  d["shards"] = shards;
-  return d;
+  return report_dict(take(std::move(r)));
 }
 
 py::object inspect_paths(const py::object& paths, bool verify) {

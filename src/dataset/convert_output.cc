@@ -26,12 +26,15 @@ std::string parts_dir(const std::string& dir) {
   return in(dir, kPartsFolder);
 }
 
-// {split}-part-{I}-of-{N}.json, optionally with a writer's ".tmp-PID".
+}  // namespace
+
 std::regex part_record_pattern(const std::string& split) {
   return std::regex(regex_quote(split) + R"(-part-(\d{5})-of-(\d{5})\.json(\.tmp-\d+)?)");
 }
 
-}  // namespace
+std::regex shard_name_pattern(const std::string& split) {
+  return std::regex(regex_quote(split) + R"(-\d{5}-of-\d{5}\.(tfrecord|idx))");
+}
 
 std::string regex_quote(const std::string& text) {
   std::string quoted;
@@ -123,7 +126,7 @@ Status publish_split(const std::string& dir, const std::string& name,
 
 void remove_stale_shards(const std::string& dir, const std::string& split,
                          const std::vector<ShardInfo>& keep) {
-  std::regex pattern(regex_quote(split) + R"(-\d{5}-of-\d{5}\.(tfrecord|idx))");
+  const std::regex pattern = shard_name_pattern(split);
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     std::string name = e.path().filename().string();

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,12 @@ Status publish_split(const std::string& dir, const std::string& name,
 // earlier conversion with another shard count left.
 void remove_stale_shards(const std::string& dir, const std::string& split,
                          const std::vector<ShardInfo>& keep);
+
+// {split}-part-{I}-of-{N}.json (I and N captured), optionally with a
+// writer's ".tmp-PID" (captured third).
+std::regex part_record_pattern(const std::string& split);
+// The split's shard files and their indexes, of any shard count.
+std::regex shard_name_pattern(const std::string& split);
 
 // The split name with regex metacharacters escaped.
 std::string regex_quote(const std::string& text);

@@ -75,7 +75,7 @@ void remove_stale_objects(const std::string& url, const std::string& split,
   auto client = remote::ObjectClient::shared();
   auto listed = remote::list_folder(url);
   if (!client.ok() || !listed.ok()) return;  // best effort: nothing names them any more
-  const std::regex pattern(regex_quote(split) + R"(-\d{5}-of-\d{5}\.(tfrecord|idx))");
+  const std::regex pattern = shard_name_pattern(split);
   for (const remote::ListedObject& o : *listed) {
     const std::string name = o.key.substr(o.key.rfind('/') + 1);
     if (!std::regex_match(name, pattern)) continue;
@@ -91,10 +91,12 @@ Result<std::vector<remote::ListedObject>> split_part_records(const std::string& 
                                                              const std::string& split) {
   auto listed = remote::list_folder(remote::join(url, std::string(kPartsFolder) + "/"));
   if (!listed.ok()) return listed.status();
-  const std::regex pattern(regex_quote(split) + R"(-part-\d{5}-of-\d{5}\.json)");
+  const std::regex pattern = part_record_pattern(split);
   std::vector<remote::ListedObject> out;
   for (remote::ListedObject& o : *listed) {
-    if (std::regex_match(o.key.substr(o.key.rfind('/') + 1), pattern)) out.push_back(std::move(o));
+    const std::string name = o.key.substr(o.key.rfind('/') + 1);
+    std::smatch m;
+    if (std::regex_match(name, m, pattern) && !m[3].matched) out.push_back(std::move(o));
   }
   return out;
 }

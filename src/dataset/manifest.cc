@@ -36,18 +36,9 @@ Status keys_from_json(const json& j, FeatureKeys* k, std::string_view where) {
 Status split_from_json(const json& j, SplitInfo* s, std::string_view where) {
   SLUICE_RETURN_IF_ERROR(detail::compression_from_json(j, &s->compression, where));
   SLUICE_RETURN_IF_ERROR(get_field(j, "records", &s->records, where));
-  auto shards = j.find("shards");
-  if (shards == j.end() || !shards->is_array()) {
-    return data_loss_error(fmt::format("{}: missing array 'shards'", where));
-  }
+  SLUICE_RETURN_IF_ERROR(detail::shards_from_json(j, &s->shards, where));
   uint64_t total = 0;
-  for (size_t i = 0; i < shards->size(); ++i) {
-    ShardInfo info;
-    SLUICE_RETURN_IF_ERROR(
-        detail::shard_from_json((*shards)[i], &info, fmt::format("{}: shard {}", where, i)));
-    total += info.records;
-    s->shards.push_back(std::move(info));
-  }
+  for (const ShardInfo& info : s->shards) total += info.records;
   if (total != s->records) {
     return data_loss_error(
         fmt::format("{}: shards hold {} records but the split says {}", where, total, s->records));
@@ -105,6 +96,20 @@ json skipped_to_json(const Skipped& skipped) {
   for (const auto& [file, reason] : skipped)
     out.push_back(json{{"file", file}, {"reason", reason}});
   return out;
+}
+
+Status shards_from_json(const json& j, std::vector<ShardInfo>* out, std::string_view where) {
+  auto shards = j.find("shards");
+  if (shards == j.end() || !shards->is_array()) {
+    return data_loss_error(fmt::format("{}: missing array 'shards'", where));
+  }
+  for (size_t i = 0; i < shards->size(); ++i) {
+    ShardInfo info;
+    SLUICE_RETURN_IF_ERROR(
+        shard_from_json((*shards)[i], &info, fmt::format("{}: shard {}", where, i)));
+    out->push_back(std::move(info));
+  }
+  return Status();
 }
 
 Status compression_from_json(const json& j, Compression* out, std::string_view where) {

@@ -35,6 +35,9 @@ json shard_to_json(const ShardInfo& shard);
 // Checks the CRC's spelling and that the names stay inside the dataset folder.
 Status shard_from_json(const json& j, ShardInfo* shard, std::string_view where);
 
+// The "shards" array: each entry as shard_from_json reads it, named by its place.
+Status shards_from_json(const json& j, std::vector<ShardInfo>* out, std::string_view where);
+
 // The "compression" field: a name parse_compression knows, never "auto".
 Status compression_from_json(const json& j, Compression* out, std::string_view where);
 

@@ -28,20 +28,6 @@ Status check_record(const PartRecord& r, std::string_view name) {
   return Status();
 }
 
-Status shards_from_json(const json& j, PartRecord* r, std::string_view name) {
-  auto shards = j.find("shards");
-  if (shards == j.end() || !shards->is_array()) {
-    return data_loss_error(fmt::format("{}: missing array 'shards'", name));
-  }
-  for (size_t i = 0; i < shards->size(); ++i) {
-    ShardInfo info;
-    SLUICE_RETURN_IF_ERROR(
-        shard_from_json((*shards)[i], &info, fmt::format("{}: shard {}", name, i)));
-    r->shards.push_back(std::move(info));
-  }
-  return Status();
-}
-
 Status fields_from_json(const json& j, PartRecord* r, std::string_view name) {
   SLUICE_RETURN_IF_ERROR(get_field(j, "split", &r->split, name));
   SLUICE_RETURN_IF_ERROR(get_field(j, "part", &r->part, name));
@@ -103,7 +89,7 @@ Result<PartRecord> parse_part_record(std::string_view text, std::string_view nam
   }
   PartRecord r;
   SLUICE_RETURN_IF_ERROR(fields_from_json(j, &r, name));
-  SLUICE_RETURN_IF_ERROR(shards_from_json(j, &r, name));
+  SLUICE_RETURN_IF_ERROR(shards_from_json(j, &r.shards, name));
   SLUICE_RETURN_IF_ERROR(check_record(r, name));
   return r;
 }
