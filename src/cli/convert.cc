@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "cli/common.h"
+#include "dataset/part_record.h"
 #include "sluice/dataset.h"
 
 namespace sluice::cli {
@@ -215,11 +216,11 @@ void print_report(const ConvertCli& c, const ConvertReport& r) {
     std::printf("  %zu classes; manifest %s/%s\n", r.classes.size(), c.out.c_str(), kManifestName);
     return;
   }
-  std::printf(
-      "  part record %s/.parts/%s-part-%05d-of-%05d.json; when all %d parts are done: "
-      "sluice convert --finish %s%s\n",
-      c.out.c_str(), o.split.c_str(), o.part, o.parts, o.parts, c.out.c_str(),
-      o.split == "train" ? "" : (" --split " + o.split).c_str());
+  const std::string record =
+      c.out + "/" + detail::kPartsFolder + "/" + detail::part_record_name(o.split, o.part, o.parts);
+  std::printf("  part record %s; when all %d parts are done: sluice convert --finish %s%s\n",
+              record.c_str(), o.parts, c.out.c_str(),
+              o.split == "train" ? "" : (" --split " + o.split).c_str());
 }
 
 int run_convert(ConvertCli& c) {

@@ -302,12 +302,10 @@ Status check_input(const AdviseInput& in) {
     return invalid_argument_error("--batch and --epochs must be at least 1");
   }
   for (const std::string& name : in.only) {
-    if (std::none_of(in.catalog.begin(), in.catalog.end(),
-                     [&](const GpuType& g) { return g.name == name; }))
+    if (!find_gpu(in.catalog, name))
       return not_found_error("GPU type '" + name + "' is not in the catalogue");
   }
-  if (in.anchor && std::none_of(in.catalog.begin(), in.catalog.end(),
-                                [&](const GpuType& g) { return g.name == in.anchor->gpu; })) {
+  if (in.anchor && !find_gpu(in.catalog, in.anchor->gpu)) {
     return not_found_error("GPU type '" + in.anchor->gpu +
                            "' (of your run) is not in the catalogue");
   }

@@ -53,11 +53,19 @@ Result<Measurement> parse_measurement(const json& m, std::string_view name, size
   }
 }
 
+}  // namespace
+
 const GpuType* find_gpu(const std::vector<GpuType>& catalog, const std::string& name) {
   for (const GpuType& g : catalog) {
     if (g.name == name) return &g;
   }
   return nullptr;
+}
+
+namespace {
+
+Figure measured_figure(const Measurement& m) {
+  return Figure{m.images_per_second, true, &m, "measured: " + m.source, Basis::kMeasured};
 }
 
 // The peak that the precision class can use; see the header for "off".
@@ -212,14 +220,12 @@ std::optional<Figure> from_family_ratios(const std::vector<Measurement>& ms, con
   };
   std::map<std::string, Known> known;
   for (const Measurement& m : ms) {
+    // The first such entry of a GPU: what find_measured shows for it.
     if (m.gpus == 1 && m.gpu != q.gpu && same_case(m, q) && !known.count(m.gpu)) {
-      FigureQuery mq = q;
-      mq.gpu = m.gpu;
-      const Measurement* shown = find_measured(ms, mq);
-      known[m.gpu] = {shown->images_per_second,
+      known[m.gpu] = {m.images_per_second,
                       fmt::format("{} {} {:.0f} (sourced)", m.gpu, framework_words(q.framework),
-                                  shown->images_per_second),
-                      {shown}};
+                                  m.images_per_second),
+                      {&m}};
     }
   }
   const auto fams = families(ms, q);
@@ -275,9 +281,7 @@ Result<Figure> one_gpu_figure(const std::vector<GpuType>& catalog,
   q.count = 1;
   const std::string wanted = q.framework;  // for another model's figures
   q = resolve_framework(ms, q);
-  if (const Measurement* m = find_measured(ms, q)) {
-    return Figure{m->images_per_second, true, m, "measured: " + m->source, Basis::kMeasured};
-  }
+  if (const Measurement* m = find_measured(ms, q)) return measured_figure(*m);
   if (auto own = from_own_multi_gpu(ms, q)) return *own;
   if (auto ratio = from_family_ratios(ms, q)) return *ratio;
   const GpuType* g = find_gpu(catalog, q.gpu);
@@ -428,12 +432,10 @@ Efficiency scaling_efficiency(const std::vector<Measurement>& ms, const std::str
 
 Result<Figure> gpu_figure(const std::vector<GpuType>& catalog, const std::vector<Measurement>& ms,
                           const FigureQuery& query) {
+  if (query.count == 1) return one_gpu_figure(catalog, ms, query);
   const FigureQuery q = resolve_framework(ms, query);
-  if (const Measurement* m = find_measured(ms, q)) {
-    return Figure{m->images_per_second, true, m, "measured: " + m->source, Basis::kMeasured};
-  }
+  if (const Measurement* m = find_measured(ms, q)) return measured_figure(*m);
   SLUICE_ASSIGN_OR_RETURN(Figure one, one_gpu_figure(catalog, ms, query));
-  if (q.count == 1) return one;
   const Efficiency e = scaling_efficiency(ms, q.gpu, q.cls, q.count, q.framework);
   Figure f;
   f.images_per_second = one.images_per_second * q.count * e.value;

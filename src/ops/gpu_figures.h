@@ -68,6 +68,9 @@ enum class Basis { kMeasured, kOwnMultiGpu, kRatio, kPeak, kScaled };
 // "est:scale".
 const char* basis_tag(Basis b);
 
+// The catalogue's entry named `name`, or nullptr.
+const GpuType* find_gpu(const std::vector<GpuType>& catalog, const std::string& name);
+
 struct Figure {
   double images_per_second = 0;         // all n GPUs together
   bool measured = false;                // exactly a published figure
