@@ -26,7 +26,10 @@ class ConvertPartsTest : public ::testing::Test {
       o.part = i;
       auto r = convert_images(src(), out_dir, o);
       ASSERT_TRUE(r.ok()) << "part " << i << " of " << n << ": " << r.status().to_string();
-      EXPECT_TRUE(r->shards.empty() || r->first_shard + r->shards.size() <= r->shard_count);
+      if (r->shards.empty()) continue;
+      // Part i owns shards [count*i/n, count*(i+1)/n).
+      EXPECT_EQ(r->first_shard, r->shard_count * i / n);
+      EXPECT_EQ(r->first_shard + r->shards.size(), r->shard_count * (i + 1) / n);
     }
   }
 
