@@ -108,7 +108,9 @@ Result<std::string> encode_jpeg(const Image& image, int quality);
 // coefficients are copied untouched, so every decoder yields the same
 // pixels, but a progressive file then decodes without buffering the whole
 // image and crop decoding helps it. Metadata markers (EXIF, ICC) are
-// dropped. Damaged input fails with kDataLoss.
+// dropped. Damaged input fails with kDataLoss; a progressive file whose
+// scans leave coefficients incomplete (decoders smooth those, a sequential
+// copy would not be smoothed) with kFailedPrecondition: keep it as it is.
 Result<std::string> transcode_jpeg_baseline(std::string_view bytes,
                                             uint64_t max_pixels = kDefaultMaxPixels);
 

@@ -123,9 +123,12 @@ Status prepare_record(const SourceItem& item, const std::vector<std::string>& cl
     p->resized = true;
   } else if (options.rewrite_progressive && s.format == ImageFormat::kJpeg && info->progressive) {
     auto sequential = transcode_jpeg_baseline(s.encoded, options.max_pixels);
-    if (!sequential.ok()) return sequential.status().with_prefix(item.path);
-    s.encoded = std::move(sequential).value();
-    p->rewritten = true;
+    if (sequential.ok()) {
+      s.encoded = std::move(sequential).value();
+      p->rewritten = true;
+    } else if (sequential.status().code() != StatusCode::kFailedPrecondition) {
+      return sequential.status().with_prefix(item.path);
+    }  // else: no lossless sequential copy exists; kept as it is
   }
   p->record = example_record(item, classes, std::move(s));
   return Status();

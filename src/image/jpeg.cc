@@ -348,12 +348,25 @@ namespace {
 
 struct TranscodeJob {
   std::string_view bytes;
+  bool incomplete = false;  // progressive scans that leave coefficients short
   detail::JpegErrorManager in_err;
   detail::JpegErrorManager out_err;
   jpeg_decompress_struct in;
   jpeg_compress_struct out;
   Destination dest;
 };
+
+// Whether every scan-coded coefficient of every component reached full
+// precision (coef_bits 0; -1 = never sent, above 0 = bits still missing).
+bool all_coefficients_complete(const jpeg_decompress_struct& in) {
+  if (in.coef_bits == nullptr) return true;
+  for (int c = 0; c < in.num_components; ++c) {
+    for (int k = 0; k < DCTSIZE2; ++k) {
+      if (in.coef_bits[c][k] != 0) return false;
+    }
+  }
+  return true;
+}
 
 // Reads the DCT coefficients and writes them again, sequential, with
 // Huffman tables optimised for this image. Both structs are created before
@@ -375,6 +388,17 @@ bool run_transcode(TranscodeJob* job) {
                static_cast<unsigned long>(job->bytes.size()));
   jpeg_read_header(&job->in, TRUE);
   jvirt_barray_ptr* coefficients = jpeg_read_coefficients(&job->in);
+  // A progressive file whose scans leave some coefficient short of full
+  // precision (or never sent) is decoded with libjpeg's interblock
+  // smoothing, which guesses the missing low AC terms; a sequential copy of
+  // the same coefficients is complete, so decoders would not smooth it and
+  // its pixels would differ (found by crop_decode_fuzz).
+  if (job->in.progressive_mode && !all_coefficients_complete(job->in)) {
+    job->incomplete = true;
+    jpeg_destroy_compress(&job->out);
+    jpeg_destroy_decompress(&job->in);
+    return false;
+  }
   job->dest.pub.init_destination = init_destination;
   job->dest.pub.empty_output_buffer = grow_destination;
   job->dest.pub.term_destination = term_destination;
@@ -413,6 +437,11 @@ Result<std::string> transcode_jpeg_baseline(std::string_view bytes, uint64_t max
                    job.dest.capacity - job.dest.pub.free_in_buffer);
   }
   std::free(job.dest.buffer);
+  if (job.incomplete) {
+    return failed_precondition_error(
+        "JPEG transcode: progressive scans leave coefficients incomplete; decoders smooth "
+        "them, a sequential copy would decode to other pixels");
+  }
   if (!ok) {
     const char* m = job.in_err.message[0] ? job.in_err.message : job.out_err.message;
     return data_loss_error(std::string("JPEG transcode: ") + m);

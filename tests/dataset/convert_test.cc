@@ -281,5 +281,24 @@ TEST(ConvertRewriteTest, ProgressiveJpegsBecomeSequentialWithTheSamePixels) {
   EXPECT_EQ(rep->progressive, 0u);
 }
 
+// A progressive file with no lossless sequential copy (its scans leave
+// coefficients incomplete) is stored as it is, not rewritten, not skipped.
+TEST(ConvertRewriteTest, IncompleteProgressionIsKeptAsItIs) {
+  TempDir dir;
+  make_image_folder(dir.path() + "/images", 2, 3);
+  std::filesystem::copy_file(test_data("fuzz/crop/regress-progressive-incomplete-coefficients"),
+                             dir.path() + "/images/c0/p.jpg");
+  ConvertOptions o;
+  o.rewrite_progressive = true;
+  auto r = convert_images(dir.path() + "/images", dir.path() + "/out", o);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->rewritten, 0u);
+  EXPECT_TRUE(r->skipped.empty());
+  EXPECT_EQ(r->written, 7u);
+  auto rep = inspect({dir.path() + "/out"}, InspectOptions{.verify = true});
+  ASSERT_TRUE(rep.ok());
+  EXPECT_EQ(rep->progressive, 1u);
+}
+
 }  // namespace
 }  // namespace sluice

@@ -410,6 +410,19 @@ TEST(TranscodeJpegBaseline, CmykWithoutAdobeMarkerKeepsItsColours) {
   EXPECT_EQ(a->pixels, b->pixels);
 }
 
+// A progressive file whose scans leave some coefficients short of full
+// precision decodes with libjpeg's interblock smoothing; a sequential copy
+// would hold the same coefficients as complete and decode unsmoothed, to
+// other pixels (found by crop_decode_fuzz). It is refused, not rewritten.
+TEST(TranscodeJpegBaseline, IncompleteProgressionIsRefused) {
+  const std::string bytes =
+      *detail::read_file(test_data("fuzz/crop/regress-progressive-incomplete-coefficients"));
+  ASSERT_TRUE(decode_image(bytes).ok());
+  auto out = transcode_jpeg_baseline(bytes);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), StatusCode::kFailedPrecondition) << out.status().to_string();
+}
+
 TEST(TranscodeJpegBaseline, DamagedInputIsDataLoss) {
   std::string cut =
       *detail::read_file(test_data("images/jpeg/wuffs-peacock.progressive.truncated.jpeg"));
